@@ -1,0 +1,215 @@
+/*
+ * distcomm.h - collective communication for machine learning on CPUs and TCP.
+ *
+ * A C re-creation of the distributed layer of Apple's MLX (mx.distributed):
+ * N processes ("ranks"), on one machine or many, sum, gather and exchange
+ * arrays. Names follow MLX where MLX has one (all_sum, sum_scatter, split,
+ * MLX_RANK, MLX_HOSTFILE).
+ *
+ * Ownership
+ *   - dc_init() returns a reference to the world group. Calling it again
+ *     returns the same group with one more reference; dc_group_free() drops a
+ *     reference and tears the group down (closing its connections) when the
+ *     last one goes.
+ *   - dc_group_split() returns a new group owned by the caller; free it with
+ *     dc_group_free() before or after its parent, in any order.
+ *   - Buffers always belong to the caller; the library never keeps a pointer
+ *     to one after the call returns.
+ *
+ * Threading
+ *   - A group is used by one thread at a time. Different groups (e.g. the
+ *     results of a split) may be used concurrently from different threads.
+ *   - dc_init() and dc_group_free() of the world group must not race.
+ *
+ * Errors
+ *   - Every call returns a dc_status: DC_OK (0) or a negative error.
+ *     dc_strerror() gives a fixed text; dc_group_last_error() gives the detail
+ *     of the last failure on that group, naming the op, the peer rank and its
+ *     address. After a communication failure the group is poisoned: every
+ *     later collective returns the first error at once (DC_ERR_ABORTED is
+ *     never returned for the failure itself, only by dc_group_* on a group
+ *     already freed). Free a poisoned group and stop.
+ *   - Every wait is bounded: when no byte moves for the group's timeout
+ *     (default 300 s, DISTCOMM_TIMEOUT in seconds, dc_group_set_timeout()),
+ *     the call fails with DC_ERR_TIMEOUT naming the peer it waited for.
+ *   - The library never calls exit()/abort() and never prints, unless
+ *     MLX_RING_VERBOSE=1 (or DISTCOMM_VERBOSE=1) asks it to log to stderr.
+ *
+ * Collectives are blocking and every rank of the group must call them in the
+ * same order with the same count, dtype, op and root. A rank that disagrees is
+ * detected (DC_ERR_MISMATCH) instead of corrupting memory. In place is allowed
+ * (send == recv). Counts are size_t: messages over 2 GiB work.
+ */
+#ifndef DISTCOMM_H
+#define DISTCOMM_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DISTCOMM_VERSION_MAJOR 0
+#define DISTCOMM_VERSION_MINOR 1
+#define DISTCOMM_VERSION_PATCH 0
+#define DISTCOMM_VERSION_STRING "0.1.0"
+
+/* The run-time version, e.g. "0.1.0"; compare with DISTCOMM_VERSION_STRING. */
+const char *dc_version(void);
+
+/* ---- status codes ------------------------------------------------------ */
+
+/* X(name, value, text): one list makes the enum, the names and the texts. */
+#define DC_STATUS_MAP(X)                                                        \
+  X(OK, 0, "success")                                                           \
+  X(ERR_INVALID, -1, "invalid argument")                                        \
+  X(ERR_NOMEM, -2, "out of memory")                                             \
+  X(ERR_SYSTEM, -3, "system error")                                             \
+  X(ERR_TIMEOUT, -4, "timed out waiting for a peer")                            \
+  X(ERR_PEER_LOST, -5, "peer lost (exited or closed the connection)")           \
+  X(ERR_MISMATCH, -6, "ranks disagree on op, count, dtype or root")             \
+  X(ERR_NOT_SUPPORTED, -7, "not supported")                                     \
+  X(ERR_UNAVAILABLE, -8, "backend unavailable (not built or not configured)")   \
+  X(ERR_CONFIG, -9, "bad configuration (hostfile or environment)")              \
+  X(ERR_AUTH, -10, "authentication failed")                                     \
+  X(ERR_ABORTED, -11, "group aborted by an earlier failure")
+
+typedef enum dc_status {
+#define DC_STATUS_ENUM_(name, value, text) DC_##name = value,
+  DC_STATUS_MAP(DC_STATUS_ENUM_)
+#undef DC_STATUS_ENUM_
+} dc_status;
+
+/* Fixed text for a status; never NULL ("unknown status" for other values). */
+const char *dc_strerror(dc_status status);
+/* The enumerator's name without prefix, e.g. "ERR_PEER_LOST". */
+const char *dc_status_name(dc_status status);
+
+/* ---- data types and reductions ---------------------------------------- */
+
+typedef enum dc_dtype {
+  DC_BOOL,      /* 1 byte, 0 or 1 */
+  DC_INT8,
+  DC_INT16,
+  DC_INT32,
+  DC_INT64,
+  DC_UINT8,
+  DC_UINT16,
+  DC_UINT32,
+  DC_UINT64,
+  DC_FLOAT16,   /* IEEE binary16, reduced in float32 arithmetic */
+  DC_BFLOAT16,  /* bfloat16, reduced in float32 arithmetic */
+  DC_FLOAT32,
+  DC_FLOAT64,
+  DC_COMPLEX64, /* two float32: real, imaginary */
+  DC_DTYPE_COUNT
+} dc_dtype;
+
+typedef enum dc_op {
+  DC_SUM,  /* bool: logical or */
+  DC_MAX,  /* bool: or;  NaN wins; complex64: not supported */
+  DC_MIN,  /* bool: and; NaN wins; complex64: not supported */
+  DC_PROD, /* bool: and */
+  DC_OP_COUNT
+} dc_op;
+
+/* Bytes per element; 0 for an invalid dtype. */
+size_t dc_dtype_size(dc_dtype dtype);
+/* "float32", "bfloat16", ...; "invalid" for an invalid dtype. */
+const char *dc_dtype_name(dc_dtype dtype);
+/* "sum", "max", "min", "prod"; "invalid" otherwise. */
+const char *dc_op_name(dc_op op);
+
+/* inout[i] = inout[i] op in[i] for i < count. Thread-safe, vectorised.
+ * DC_ERR_NOT_SUPPORTED for max/min of complex64, DC_ERR_INVALID for a bad
+ * dtype/op or a NULL buffer with count > 0. */
+dc_status dc_reduce_local(void *inout, const void *in, size_t count,
+                          dc_dtype dtype, dc_op op);
+
+/* ---- groups ------------------------------------------------------------ */
+
+typedef struct dc_group dc_group;
+
+/* Initialise the world group.
+ *   backend: "any" (try the configured backends in order: ring), "ring",
+ *            or NULL (= "any").
+ *   strict:  when nothing is configured, 0 gives a singleton group (rank 0,
+ *            size 1, every collective an identity copy); 1 fails with
+ *            DC_ERR_UNAVAILABLE and *group = NULL. The detail, which names
+ *            the missing variables, is in dc_last_error().
+ * Configuration (exactly MLX's): MLX_RANK, MLX_HOSTFILE, MLX_RING_VERBOSE;
+ * DISTCOMM_TIMEOUT (seconds) sets the default timeout.
+ * Repeated calls return the same world group (one more reference). */
+dc_status dc_init(const char *backend, int strict, dc_group **group);
+
+/* Detail of the last failed dc_init() in this thread (there is no group to
+ * hold it yet); "" when none. */
+const char *dc_last_error(void);
+
+int dc_group_rank(const dc_group *group);
+int dc_group_size(const dc_group *group);
+/* "ring", "singleton", ... */
+const char *dc_group_backend(const dc_group *group);
+
+/* Detail of the last failure on this group, e.g.
+ * "all_sum: rank 2 (10.0.0.3:5001) closed the connection after 12.5 MiB of
+ * 64 MiB"; "" when none. Valid until the next call on the group. */
+const char *dc_group_last_error(const dc_group *group);
+
+/* Per-group timeout in seconds (> 0): how long a wait may see no progress. */
+dc_status dc_group_set_timeout(dc_group *group, double seconds);
+
+/* Split into subgroups: ranks with the same color form a group, ordered by
+ * key (ties, and key < 0, keep the parent's order). A collective over the
+ * parent: every rank must call it. color < 0 (DC_UNDEFINED) takes no part:
+ * *out is NULL. The new group has its own connections, so subgroups run
+ * collectives side by side. */
+#define DC_UNDEFINED (-1)
+dc_status dc_group_split(dc_group *group, int color, int key, dc_group **out);
+
+/* Drop a reference; the last one closes the group's connections and frees
+ * it. NULL is a no-op. Never blocks for longer than the group's timeout. */
+void dc_group_free(dc_group *group);
+
+/* ---- collectives ------------------------------------------------------- */
+
+/* recv[i] = op over ranks of send[i], for i < count. */
+dc_status dc_all_reduce(dc_group *group, const void *send, void *recv,
+                        size_t count, dc_dtype dtype, dc_op op);
+dc_status dc_all_sum(dc_group *group, const void *send, void *recv,
+                     size_t count, dc_dtype dtype);
+dc_status dc_all_max(dc_group *group, const void *send, void *recv,
+                     size_t count, dc_dtype dtype);
+dc_status dc_all_min(dc_group *group, const void *send, void *recv,
+                     size_t count, dc_dtype dtype);
+
+/* recv holds size * count elements, rank-major: rank r's send lands at
+ * recv + r * count. */
+dc_status dc_all_gather(dc_group *group, const void *send, void *recv,
+                        size_t count, dc_dtype dtype);
+
+/* MLX's sum_scatter generalised: send holds size * count elements; rank r
+ * receives op over ranks of send[r*count .. (r+1)*count). */
+dc_status dc_reduce_scatter(dc_group *group, const void *send, void *recv,
+                            size_t count, dc_dtype dtype, dc_op op);
+dc_status dc_sum_scatter(dc_group *group, const void *send, void *recv,
+                         size_t count, dc_dtype dtype);
+
+/* Point to point between any two ranks of the group. The receiver must ask
+ * for the same count and dtype (checked: DC_ERR_MISMATCH). */
+dc_status dc_send(dc_group *group, const void *buf, size_t count,
+                  dc_dtype dtype, int dst);
+dc_status dc_recv(dc_group *group, void *buf, size_t count, dc_dtype dtype,
+                  int src);
+
+/* buf on root is copied into buf on every other rank. */
+dc_status dc_broadcast(dc_group *group, void *buf, size_t count,
+                       dc_dtype dtype, int root);
+
+/* Returns once every rank of the group has entered it. */
+dc_status dc_barrier(dc_group *group);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DISTCOMM_H */

@@ -1,0 +1,86 @@
+/* The group object and the backend table (src/core/group.c, init.c).
+ *
+ * A backend is a table of functions; callers never touch it: the public
+ * dc_* calls in group.c check arguments, refuse poisoned groups, then forward
+ * to the table. Backends set the detail with dc_fail() and return its status. */
+#ifndef DC_CORE_GROUP_H
+#define DC_CORE_GROUP_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distcomm.h"
+
+typedef struct dc_backend_ops {
+  const char *name;
+  dc_status (*all_reduce)(dc_group *g, const void *send, void *recv,
+                          size_t count, dc_dtype dtype, dc_op op);
+  dc_status (*all_gather)(dc_group *g, const void *send, void *recv,
+                          size_t count, dc_dtype dtype);
+  dc_status (*reduce_scatter)(dc_group *g, const void *send, void *recv,
+                              size_t count, dc_dtype dtype, dc_op op);
+  dc_status (*send)(dc_group *g, const void *buf, size_t count,
+                    dc_dtype dtype, int dst);
+  dc_status (*recv)(dc_group *g, void *buf, size_t count, dc_dtype dtype,
+                    int src);
+  dc_status (*broadcast)(dc_group *g, void *buf, size_t count,
+                         dc_dtype dtype, int root);
+  dc_status (*barrier)(dc_group *g);
+  /* Members of one color already chosen and ordered by group.c: ranks[i] is
+   * the parent rank of new rank i; me is this rank's new rank. */
+  dc_status (*split)(dc_group *g, const int *ranks, int n, int me,
+                     uint64_t color_tag, dc_group **out);
+  void (*destroy)(dc_group *g); /* close connections, free impl */
+  /* Best effort after a failure: tell peers (abort frame / shutdown) so
+   * nobody waits on this rank. Must not block. May be NULL. */
+  void (*poison)(dc_group *g);
+} dc_backend_ops;
+
+struct dc_group {
+  const dc_backend_ops *ops;
+  void *impl;          /* backend state */
+  int rank, size;
+  int refs;            /* references handed out (world group: dc_init calls) */
+  int is_world;
+  double timeout_s;    /* max seconds without progress */
+  int verbose;         /* log to stderr */
+  dc_status failed;    /* first communication failure: the group is poisoned */
+  const char *op_name; /* public name of the op in progress ("all_sum") */
+  uint64_t seq;        /* collectives issued so far (frames carry it) */
+  uint64_t id;         /* group id: same on every member, differs between groups */
+  char err[512];       /* detail of the last failure */
+};
+
+/* Allocate a group with defaults (timeout from DISTCOMM_TIMEOUT or 300 s). */
+dc_group *dc_group_new(const dc_backend_ops *ops, void *impl, int rank,
+                       int size, uint64_t id);
+
+/* Record a failure: formats "op: " + fmt into g->err and returns st. When
+ * st is a communication failure (timeout, peer lost, mismatch, system,
+ * auth) the group becomes poisoned. */
+dc_status dc_fail(dc_group *g, dc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+dc_status dc_vfail(dc_group *g, dc_status st, const char *fmt, va_list ap);
+
+/* Record an init failure for dc_last_error(); returns st. */
+dc_status dc_init_fail(dc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Log a line to stderr when verbose: "[distcomm rank N] ...". */
+void dc_log(const dc_group *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Monotonic clock in seconds. */
+double dc_now(void);
+
+/* Default timeout: DISTCOMM_TIMEOUT or 300 s. */
+double dc_default_timeout(void);
+
+/* Backends. */
+extern const dc_backend_ops dc_single_ops;
+/* Build the world ring group from MLX_RANK / MLX_HOSTFILE. DC_ERR_UNAVAILABLE
+ * when they are not set; other errors name what is wrong (dc_last_error). */
+dc_status dc_ring_init(dc_group **out);
+
+#endif
