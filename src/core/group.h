@@ -71,6 +71,9 @@ dc_status dc_init_fail(dc_status st, const char *fmt, ...)
 void dc_log(const dc_group *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* MLX_RING_VERBOSE or DISTCOMM_VERBOSE set to a non-zero value. */
+int dc_env_verbose(void);
+
 /* Monotonic clock in seconds. */
 double dc_now(void);
 

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""compare.py - one side-by-side table from distcomm-perf and run-peers.sh outputs.
+
+Usage: compare.py [LABEL=]FILE [[LABEL=]FILE ...]
+
+Every FILE holds rows in run-peers.sh's columns
+    op bytes iters time_us algbw_GB/s busbw_GB/s check
+(distcomm-perf --peers-format prints them too). A "## name" line starts the
+section of the peer `name` (run-peers.sh output); rows before any such line
+belong to LABEL (default: the file name without extension). The first source
+read is the subject ("distcomm"); the others are its peers.
+
+For each op and size the table shows every source's bus bandwidth and the
+ratio subject / best peer. The ratio is taken from the times (same bytes and
+bus factor on both sides), which keep their precision at 8 bytes where the
+printed GB/s do not. The goal column applies SPEC.md section 6 (TCP):
+all-reduce 8 B no slower than Open MPI, all-reduce >= 16 MiB at least 2x the
+best peer, every other op no slower than any peer at any size.
+Standard library only (Debian's /usr/bin/python3).
+"""
+import os
+import re
+import sys
+
+OPS = ["allreduce", "allgather", "reduce_scatter", "broadcast", "pingpong"]
+MIB16 = 16 << 20
+
+
+def bus_factor(op, n):
+    if op == "allreduce":
+        return 2.0 * (n - 1) / n
+    if op in ("allgather", "reduce_scatter"):
+        return (n - 1) / n
+    return 1.0
+
+
+def parse_row(fields):
+    """(op, bytes, time_us, ok) from a data row, or None for anything else."""
+    if len(fields) < 6 or fields[0] == "op":
+        return None
+    try:
+        size, time_us = int(fields[1]), float(fields[3])
+    except ValueError:
+        return None
+    ok = len(fields) < 7 or fields[6] != "WRONG"
+    return fields[0], size, time_us, ok
+
+
+def read_file(label, path, data, order, nranks):
+    """Adds path's rows to data[source][(op, bytes)] = (time_us, ok)."""
+    source = label
+    with open(path, errors="replace") as f:
+        for line in f:
+            fields = line.split()
+            if line.startswith("## "):
+                source = fields[1]
+                continue
+            m = re.search(r"nranks=(\d+)", line)
+            if line.startswith("#"):
+                if m:
+                    nranks[source] = int(m.group(1))
+                continue
+            row = parse_row(fields)
+            if row is None:
+                continue
+            op, size, time_us, ok = row
+            if source not in data:
+                data[source] = {}
+                order.append(source)
+            data[source][(op, size)] = (time_us, ok)
+
+
+def busbw(op, size, time_us, n):
+    return size / (time_us * 1e-6) / 1e9 * bus_factor(op, n)
+
+
+def goal(op, size, ratio, vs_ompi):
+    """'ok' / 'MISS' / '' against SPEC.md section 6 (TCP), from time ratios."""
+    if op == "allreduce" and size <= 8:
+        return "" if vs_ompi is None else ("ok" if vs_ompi >= 1.0 else "MISS")
+    if op == "allreduce" and size >= MIB16:
+        return "ok" if ratio >= 2.0 else "MISS"
+    if op == "allreduce" or ratio is None:
+        return ""
+    return "ok" if ratio >= 1.0 else "MISS"
+
+
+def fmt_bw(cell, op, size, n):
+    if cell is None:
+        return "-"
+    text = "%.4f" % busbw(op, size, cell[0], n)
+    return text if cell[1] else text + "!"
+
+
+def table_row(key, subject, peers, data, nranks):
+    op, size = key
+    n = nranks.get(subject, 2)
+    cells = [data[s].get(key) for s in [subject] + peers]
+    mine = cells[0]
+    others = [(c[0], p) for c, p in zip(cells[1:], peers) if c is not None]
+    ratio = best = vs_ompi = None
+    if mine is not None and others:
+        best_t, best = min(others)
+        ratio = best_t / mine[0]
+        ompi = data.get("ompi-tcp", {}).get(key)
+        vs_ompi = ompi[0] / mine[0] if ompi else None
+    bws = [fmt_bw(c, op, size, n) for c in cells]
+    return "%-15s %11d %10s %s %-10s %7s %5s" % (
+        op, size, "%.2f" % mine[0] if mine else "-",
+        " ".join("%10s" % b for b in bws), best or "-",
+        "%.2fx" % ratio if ratio is not None else "-",
+        goal(op, size, ratio, vs_ompi) if ratio is not None else "")
+
+
+def print_table(data, order, nranks):
+    subject, peers = order[0], order[1:]
+    keys = sorted({k for s in order for k in data[s]},
+                  key=lambda k: (OPS.index(k[0]) if k[0] in OPS else 99, k[0], k[1]))
+    print("# time_us: %s's time per call (one way for pingpong); then busbw in GB/s of"
+          " every source ('!' = check WRONG)" % subject)
+    print("# ratio = %s / best peer (from the times), goal = SPEC.md section 6 (TCP)" % subject)
+    head = " ".join("%10s" % s[:10] for s in [subject] + peers)
+    print("%-15s %11s %10s %s %-10s %7s %5s" % ("op", "bytes", "time_us", head,
+                                                "best_peer", "ratio", "goal"))
+    last_op = None
+    for key in keys:
+        if last_op is not None and key[0] != last_op:
+            print()
+        last_op = key[0]
+        print(table_row(key, subject, peers, data, nranks))
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(argv) >= 2 else 2
+    data, order, nranks = {}, [], {}
+    for arg in argv[1:]:
+        label, _, path = arg.rpartition("=")
+        if not label:
+            label = os.path.splitext(os.path.basename(path))[0]
+        read_file(label, path, data, order, nranks)
+    if not order:
+        print("compare.py: no rows found", file=sys.stderr)
+        return 1
+    print_table(data, order, nranks)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

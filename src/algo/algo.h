@@ -1,0 +1,61 @@
+/* Collective algorithms, written once against a small transport face.
+ *
+ * An algorithm is a sequence of batches. A batch is a list of transfers to
+ * and from peers that the transport runs concurrently and returns when all
+ * are done (or one failed). Transfers on the same (peer, lane) in the same
+ * direction run in the order listed, so both ends must list them in the same
+ * order. A receive may reduce into its buffer instead of overwriting it
+ * (buf = buf op incoming), element by element as bytes arrive, so data is
+ * reduced while it is still in cache and no full-size scratch is needed. */
+#ifndef DC_ALGO_ALGO_H
+#define DC_ALGO_ALGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distcomm.h"
+
+typedef struct dc_xfer {
+  int peer;     /* group rank */
+  int lane;     /* which of the parallel connections to that peer */
+  int is_send;
+  int reduce;   /* receive only: buf = buf op incoming */
+  void *buf;
+  size_t len;   /* bytes */
+} dc_xfer;
+
+typedef struct dc_comm dc_comm;
+struct dc_comm {
+  int rank, size, lanes;
+  /* The op in progress: what frames carry and receivers check. */
+  uint8_t opcode;
+  dc_dtype dtype;
+  dc_op op;
+  uint64_t count;
+  uint32_t aux;
+  uint32_t seq;        /* collective number or per-pair counter */
+  size_t total_bytes; /* the op's size, for "after X of Y" messages */
+  /* Run a batch to completion. */
+  dc_status (*run)(dc_comm *c, dc_xfer *x, int n);
+  void *ctx;
+};
+
+/* Sizes above which the bandwidth-optimal ring beats direct exchange. */
+#define DC_DIRECT_MAX_BYTES (64u * 1024u)
+
+dc_status dc_algo_all_reduce(dc_comm *c, const void *send, void *recv);
+dc_status dc_algo_all_gather(dc_comm *c, const void *send, void *recv);
+dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv);
+dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root);
+dc_status dc_algo_barrier(dc_comm *c);
+
+/* Ring (bandwidth-optimal, pipelined, both directions) and direct
+ * (latency-optimal: everyone exchanges with everyone in one batch). */
+dc_status dc_ring_all_reduce(dc_comm *c, void *buf);
+dc_status dc_ring_all_gather(dc_comm *c, void *recv);
+dc_status dc_ring_reduce_scatter(dc_comm *c, const void *send, void *recv);
+dc_status dc_direct_all_reduce(dc_comm *c, const void *send, void *recv);
+dc_status dc_direct_all_gather(dc_comm *c, const void *send, void *recv);
+dc_status dc_direct_reduce_scatter(dc_comm *c, const void *send, void *recv);
+
+#endif

@@ -1,0 +1,194 @@
+/* Bandwidth-optimal ring algorithms: every rank sends and receives
+ * 2(n-1)/n of the data for all_reduce, (n-1)/n for all_gather and
+ * reduce_scatter. Each lane, and for n > 2 each direction of the ring, runs
+ * its own ring over its part of the buffer; segments are cut into chunks
+ * so that receiving, reducing and sending overlap. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/geometry.h"
+#include "core/group.h"
+
+#define CHUNK_BYTES (512u * 1024u)
+#define MAX_PARTS 32
+
+typedef struct ring {
+  dc_comm *c;
+  size_t es;          /* element size */
+  int parts, dirs, chunks;
+  dc_range part[MAX_PARTS];
+} ring;
+
+/* Neighbour a part sends to (dir 0: clockwise) and receives from. */
+static int next_of(const ring *R, int p) {
+  return dc_mod(R->c->rank + (p / R->c->lanes == 0 ? 1 : -1), R->c->size);
+}
+static int prev_of(const ring *R, int p) {
+  return dc_mod(R->c->rank + (p / R->c->lanes == 0 ? -1 : 1), R->c->size);
+}
+/* Step direction: segment indices move by -1 clockwise, +1 the other way. */
+static int sign_of(const ring *R, int p) {
+  return p / R->c->lanes == 0 ? -1 : 1;
+}
+
+/* elems: elements per block (all_reduce: the whole buffer, cut in n). */
+static void ring_init(ring *R, dc_comm *c, size_t elems, size_t seg_elems) {
+  R->c = c;
+  R->es = dc_dtype_size(c->dtype);
+  R->dirs = c->size > 2 ? 2 : 1;
+  R->parts = c->lanes * R->dirs;
+  if (R->parts > MAX_PARTS)
+    R->parts = MAX_PARTS - MAX_PARTS % R->dirs;
+  for (int p = 0; p < R->parts; p++)
+    R->part[p] = dc_piece((dc_range){0, elems}, (size_t)R->parts, (size_t)p);
+  size_t seg_bytes = seg_elems / (size_t)R->parts * R->es + R->es;
+  size_t chunks = (seg_bytes + CHUNK_BYTES - 1) / CHUNK_BYTES;
+  R->chunks = chunks < 1 ? 1 : (int)chunks;
+}
+
+/* Chunk j of segment q of part p, where a part is cut into nseg segments. */
+static dc_range chunk_of(const ring *R, int p, int nseg, int q, int j) {
+  dc_range seg = dc_piece(R->part[p], (size_t)nseg, (size_t)q);
+  return dc_piece(seg, (size_t)R->chunks, (size_t)j);
+}
+
+static dc_xfer xfer(const ring *R, int peer, int p, int is_send, int reduce,
+                    void *base, dc_range r) {
+  return (dc_xfer){.peer = peer,
+                   .lane = p % R->c->lanes,
+                   .is_send = is_send,
+                   .reduce = reduce,
+                   .buf = (char *)base + r.off * R->es,
+                   .len = r.len * R->es};
+}
+
+/* One micro-step of a phase over every part: send segment (r + d*s + so),
+ * receive segment (r + d*s + ro), d the part's direction sign. */
+static dc_status ring_step(ring *R, void *buf, int s, int j, int so, int ro,
+                           int reduce) {
+  dc_xfer x[2 * MAX_PARTS];
+  int n = R->c->size, r = R->c->rank;
+  for (int p = 0; p < R->parts; p++) {
+    int d = sign_of(R, p);
+    int sq = dc_mod(r + d * (s + so), n), rq = dc_mod(r + d * (s + ro), n);
+    x[2 * p] = xfer(R, next_of(R, p), p, 1, 0, buf, chunk_of(R, p, n, sq, j));
+    x[2 * p + 1] =
+        xfer(R, prev_of(R, p), p, 0, reduce, buf, chunk_of(R, p, n, rq, j));
+  }
+  return R->c->run(R->c, x, 2 * R->parts);
+}
+
+dc_status dc_ring_all_reduce(dc_comm *c, void *buf) {
+  ring R;
+  ring_init(&R, c, c->count, c->count / (size_t)c->size);
+  int n = c->size;
+  dc_status st = DC_OK;
+  /* reduce-scatter: afterwards this rank holds segment r+1 (clockwise) */
+  for (int s = 0; s < n - 1 && st == DC_OK; s++)
+    for (int j = 0; j < R.chunks && st == DC_OK; j++)
+      st = ring_step(&R, buf, s, j, 0, 1, 1);
+  /* all-gather of the reduced segments */
+  for (int s = 0; s < n - 1 && st == DC_OK; s++)
+    for (int j = 0; j < R.chunks && st == DC_OK; j++)
+      st = ring_step(&R, buf, s, j, -1, 0, 0);
+  return st;
+}
+
+dc_status dc_ring_all_gather(dc_comm *c, void *recv) {
+  /* Block q (rank q's data) is segment q of a buffer of n*count elements:
+   * cut each block, not the whole, so segment q is exactly block q. */
+  ring R;
+  int n = c->size;
+  ring_init(&R, c, c->count, c->count);
+  dc_status st = DC_OK;
+  for (int s = 0; s < n - 1 && st == DC_OK; s++) {
+    for (int j = 0; j < R.chunks && st == DC_OK; j++) {
+      dc_xfer x[2 * MAX_PARTS];
+      for (int p = 0; p < R.parts; p++) {
+        int d = sign_of(&R, p);
+        int sq = dc_mod(c->rank + d * s, n), rq = dc_mod(c->rank + d * (s + 1), n);
+        dc_range a = dc_piece(R.part[p], (size_t)R.chunks, (size_t)j);
+        dc_range sr = {a.off + (size_t)sq * c->count, a.len};
+        dc_range rr = {a.off + (size_t)rq * c->count, a.len};
+        x[2 * p] = xfer(&R, next_of(&R, p), p, 1, 0, recv, sr);
+        x[2 * p + 1] = xfer(&R, prev_of(&R, p), p, 0, 0, recv, rr);
+      }
+      st = c->run(c, x, 2 * R.parts);
+    }
+  }
+  return st;
+}
+
+/* reduce_scatter: chunk by chunk, each chunk going round the whole ring, so
+ * partial sums live in two small staging buffers per part, not in a copy
+ * of the input. Clockwise, step s sends the partial of block r-s-1 and
+ * receives that of block r-s-2; the last receive is block r itself. */
+typedef struct rs_state {
+  ring R;
+  const char *send;
+  char *recv;
+  int alias; /* recv lies inside send: land the last step in a stage first */
+  char *stage[MAX_PARTS][2];
+} rs_state;
+
+static char *rs_landing(rs_state *S, int s, int p, dc_range a) {
+  if (s == S->R.c->size - 2 && !S->alias)
+    return S->recv + a.off * S->R.es;
+  return S->stage[p][s & 1];
+}
+
+/* After the last step of a chunk, move aliased results into place. */
+static void rs_land(rs_state *S, int j) {
+  for (int p = 0; S->alias && p < S->R.parts; p++) {
+    dc_range a = dc_piece(S->R.part[p], (size_t)S->R.chunks, (size_t)j);
+    memmove(S->recv + a.off * S->R.es, S->stage[p][(S->R.c->size - 2) & 1],
+            a.len * S->R.es);
+  }
+}
+
+static dc_status rs_step(rs_state *S, int s, int j) {
+  ring *R = &S->R;
+  dc_comm *c = R->c;
+  int n = c->size;
+  dc_xfer x[2 * MAX_PARTS];
+  for (int p = 0; p < R->parts; p++) {
+    int d = sign_of(R, p);
+    int rq = dc_mod(c->rank + d * (s + 2), n);
+    dc_range a = dc_piece(R->part[p], (size_t)R->chunks, (size_t)j);
+    size_t bytes = a.len * R->es;
+    const char *own = S->send + (a.off + (size_t)rq * c->count) * R->es;
+    const void *out = s == 0
+        ? S->send + (a.off + (size_t)dc_mod(c->rank + d, n) * c->count) * R->es
+        : S->stage[p][(s - 1) & 1];
+    char *in = rs_landing(S, s, p, a);
+    memmove(in, own, bytes); /* our contribution; the peer's is reduced in */
+    x[2 * p] = (dc_xfer){next_of(R, p), p % c->lanes, 1, 0, (void *)out, bytes};
+    x[2 * p + 1] = (dc_xfer){prev_of(R, p), p % c->lanes, 0, 1, in, bytes};
+  }
+  return c->run(c, x, 2 * R->parts);
+}
+
+dc_status dc_ring_reduce_scatter(dc_comm *c, const void *send, void *recv) {
+  rs_state S = {.send = send, .recv = recv};
+  size_t total = c->count * (size_t)c->size * dc_dtype_size(c->dtype);
+  S.alias = (const char *)recv < S.send + total &&
+            S.send < (const char *)recv + total / (size_t)c->size;
+  ring_init(&S.R, c, c->count, c->count);
+  size_t most = (S.R.part[0].len / (size_t)S.R.chunks + 1) * S.R.es;
+  char *mem = malloc(most * 2 * (size_t)S.R.parts);
+  if (!mem)
+    return DC_ERR_NOMEM;
+  for (int p = 0; p < S.R.parts; p++)
+    for (int b = 0; b < 2; b++)
+      S.stage[p][b] = mem + most * (size_t)(2 * p + b);
+  dc_status st = DC_OK;
+  for (int j = 0; j < S.R.chunks && st == DC_OK; j++) {
+    for (int s = 0; s < c->size - 1 && st == DC_OK; s++)
+      st = rs_step(&S, s, j);
+    if (st == DC_OK)
+      rs_land(&S, j);
+  }
+  free(mem);
+  return st;
+}

@@ -1,0 +1,120 @@
+/* The ring backend's table: each op frames itself for the engine and runs
+ * the algorithm chosen in src/algo/select.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "backends/ring/ring.h"
+#include "transport/frame.h"
+
+static dc_tcp *tcp_of(dc_group *g) { return ((ring_impl *)g->impl)->tcp; }
+
+/* Algorithms return DC_ERR_NOMEM without a detail; everything else has one. */
+static dc_status done(dc_group *g, dc_status st) {
+  if (st != DC_OK && g->err[0] == '\0')
+    return dc_fail(g, st, "%s", dc_strerror(st));
+  return st;
+}
+
+static dc_status ring_all_reduce(dc_group *g, const void *send, void *recv,
+                                 size_t count, dc_dtype dtype, dc_op op) {
+  dc_comm c;
+  dc_tcp_begin(tcp_of(g), &c, DC_OPC_ALL_REDUCE, count, dtype, op, 0,
+               (uint32_t)g->seq);
+  return done(g, dc_algo_all_reduce(&c, send, recv));
+}
+
+static dc_status ring_all_gather(dc_group *g, const void *send, void *recv,
+                                 size_t count, dc_dtype dtype) {
+  dc_comm c;
+  dc_tcp_begin(tcp_of(g), &c, DC_OPC_ALL_GATHER, count, dtype, DC_SUM, 0,
+               (uint32_t)g->seq);
+  return done(g, dc_algo_all_gather(&c, send, recv));
+}
+
+static dc_status ring_reduce_scatter(dc_group *g, const void *send,
+                                     void *recv, size_t count, dc_dtype dtype,
+                                     dc_op op) {
+  dc_comm c;
+  dc_tcp_begin(tcp_of(g), &c, DC_OPC_REDUCE_SCATTER, count, dtype, op, 0,
+               (uint32_t)g->seq);
+  return done(g, dc_algo_reduce_scatter(&c, send, recv));
+}
+
+static dc_status ring_broadcast(dc_group *g, void *buf, size_t count,
+                                dc_dtype dtype, int root) {
+  dc_comm c;
+  dc_tcp_begin(tcp_of(g), &c, DC_OPC_BROADCAST, count, dtype, DC_SUM,
+               (uint32_t)root, (uint32_t)g->seq);
+  return done(g, dc_algo_broadcast(&c, buf, root));
+}
+
+static dc_status ring_barrier(dc_group *g) {
+  dc_comm c;
+  dc_tcp_begin(tcp_of(g), &c, DC_OPC_BARRIER, 0, DC_UINT8, DC_SUM, 0,
+               (uint32_t)g->seq);
+  return done(g, dc_algo_barrier(&c));
+}
+
+/* Point to point: the message is cut across the lanes; frames carry a
+ * counter per pair so a send that meets no matching recv is caught. */
+static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
+                     int peer, int is_send) {
+  dc_tcp *t = tcp_of(g);
+  uint32_t seq = is_send ? ++t->p2p_tx[peer] : ++t->p2p_rx[peer];
+  dc_comm c;
+  dc_tcp_begin(t, &c, DC_OPC_SEND, count, dtype, DC_SUM, 0, seq);
+  size_t es = dc_dtype_size(dtype);
+  int lanes = count * es >= ((size_t)1 << 20) ? t->lanes : 1;
+  dc_xfer x[64];
+  for (int l = 0; l < lanes && l < 64; l++) {
+    size_t a = count * (size_t)l / (size_t)lanes;
+    size_t b = count * (size_t)(l + 1) / (size_t)lanes;
+    x[l] = (dc_xfer){peer, l, is_send, 0, (char *)buf + a * es, (b - a) * es};
+  }
+  return done(g, c.run(&c, x, lanes < 64 ? lanes : 64));
+}
+
+static dc_status ring_send(dc_group *g, const void *buf, size_t count,
+                           dc_dtype dtype, int dst) {
+  return p2p(g, (void *)buf, count, dtype, dst, 1);
+}
+
+static dc_status ring_recv(dc_group *g, void *buf, size_t count,
+                           dc_dtype dtype, int src) {
+  return p2p(g, buf, count, dtype, src, 0);
+}
+
+static void ring_destroy(dc_group *g) {
+  ring_impl *R = g->impl;
+  if (!R)
+    return;
+  dc_tcp_free(R->tcp);
+  free(R->self);
+  free(R);
+}
+
+static void ring_poison(dc_group *g) {
+  ring_impl *R = g->impl;
+  if (R && R->tcp)
+    dc_tcp_poison(R->tcp, g->failed, g->err);
+}
+
+dc_status ring_split(dc_group *g, const int *ranks, int n, int me,
+                     uint64_t id, dc_group **out);
+
+const dc_backend_ops dc_ring_ops = {
+    .name = "ring",
+    .all_reduce = ring_all_reduce,
+    .all_gather = ring_all_gather,
+    .reduce_scatter = ring_reduce_scatter,
+    .send = ring_send,
+    .recv = ring_recv,
+    .broadcast = ring_broadcast,
+    .barrier = ring_barrier,
+    .split = ring_split,
+    .destroy = ring_destroy,
+    .poison = ring_poison,
+};

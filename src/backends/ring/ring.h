@@ -1,0 +1,42 @@
+/* The ring backend: MLX's ring over TCP (MLX_RANK, MLX_HOSTFILE), with every
+ * pair of ranks connected (k lanes each) so that send/recv works between any
+ * two ranks and split groups get connections of their own. */
+#ifndef DC_BACKENDS_RING_H
+#define DC_BACKENDS_RING_H
+
+#include <stdint.h>
+
+#include "core/group.h"
+#include "core/hostfile.h"
+#include "transport/engine.h"
+
+typedef struct ring_impl {
+  dc_tcp *tcp;
+  int lanes;
+  uint64_t job;
+  dc_addr *self; /* this rank's lanes addresses (split binds the same IPs) */
+} ring_impl;
+
+/* Who is where, for connecting a group's full mesh. */
+typedef struct ring_plan {
+  int rank, size, lanes;
+  const dc_addr *addrs; /* size * lanes listening addresses */
+  int *listen_fds;      /* this rank's lanes listeners, already listening */
+  uint64_t job, group;
+} ring_plan;
+
+/* Connect to lower ranks, accept higher ones, handshake each connection.
+ * Fills t->conns. Errors go to g (dc_fail) or, for init, the caller. */
+dc_status ring_connect(dc_group *g, dc_tcp *t, const ring_plan *p, char *err,
+                       size_t errlen);
+
+extern const dc_backend_ops dc_ring_ops;
+
+
+
+/* Create a connected ring group from a plan whose listeners are open.
+ * self: this rank's lanes addresses. On failure nothing is left behind and
+ * err says why. */
+dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
+                     dc_group **out, char *err, size_t errlen);
+#endif

@@ -1,0 +1,123 @@
+/* The world ring group from MLX's variables: MLX_RANK and MLX_HOSTFILE. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/ring/ring.h"
+#include "transport/sock.h"
+
+dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
+                     dc_group **out, char *err, size_t errlen) {
+  *out = NULL;
+  ring_impl *R = calloc(1, sizeof *R);
+  dc_group *g = R ? dc_group_new(&dc_ring_ops, R, p->rank, p->size, p->group)
+                  : NULL;
+  if (R) {
+    R->lanes = p->lanes;
+    R->job = p->job;
+    R->self = malloc(sizeof *R->self * (size_t)p->lanes);
+    R->tcp = g ? dc_tcp_new(g, p->rank, p->size, p->lanes) : NULL;
+  }
+  if (!g || !R->self || !R->tcp) {
+    snprintf(err, errlen, "out of memory");
+    if (g)
+      dc_group_free(g);
+    else
+      free(R);
+    return DC_ERR_NOMEM;
+  }
+  memcpy(R->self, self, sizeof *R->self * (size_t)p->lanes);
+  g->timeout_s = timeout;
+  g->op_name = "init";
+  dc_status st = p->size > 1 ? ring_connect(g, R->tcp, p, err, errlen) : DC_OK;
+  g->op_name = NULL;
+  if (st != DC_OK) {
+    dc_group_free(g);
+    return st;
+  }
+  *out = g;
+  return DC_OK;
+}
+
+/* The launcher gives every job an id; by hand, the hostfile names the job. */
+static uint64_t job_id(const dc_hostfile *hf) {
+  const char *s = getenv("DISTCOMM_JOB_ID");
+  char *end;
+  if (s && *s) {
+    unsigned long long v = strtoull(s, &end, 16);
+    if (*end == '\0')
+      return v;
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < hf->nranks * hf->naddrs; i++)
+    for (const char *c = hf->addrs[i].text; *c; c++)
+      h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  return h;
+}
+
+static dc_status listen_all(const dc_hostfile *hf, int rank, int *fds,
+                            char *err, size_t errlen) {
+  for (int l = 0; l < hf->naddrs; l++) {
+    dc_addr a = hf->addrs[rank * hf->naddrs + l];
+    char why[160];
+    dc_status st = dc_sock_listen(&a, &fds[l], why, sizeof why);
+    if (st != DC_OK) {
+      snprintf(err, errlen, "rank %d %s", rank, why);
+      while (l-- > 0)
+        close(fds[l]);
+      return st;
+    }
+  }
+  return DC_OK;
+}
+
+static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
+                       char *err, size_t errlen) {
+  int *fds = calloc((size_t)hf->naddrs, sizeof *fds);
+  if (!fds)
+    return DC_ERR_NOMEM;
+  dc_status st = hf->nranks > 1 ? listen_all(hf, rank, fds, err, errlen)
+                                : DC_OK;
+  if (st == DC_OK) {
+    ring_plan p = {rank, hf->nranks, hf->naddrs, hf->addrs, fds, job_id(hf), 1};
+    st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
+                    out, err, errlen);
+    for (int l = 0; hf->nranks > 1 && l < hf->naddrs; l++)
+      close(fds[l]);
+  }
+  free(fds);
+  return st;
+}
+
+dc_status dc_ring_init(dc_group **out) {
+  *out = NULL;
+  const char *rs = getenv("MLX_RANK"), *path = getenv("MLX_HOSTFILE");
+  if (!rs || !path)
+    return dc_init_fail(DC_ERR_UNAVAILABLE,
+                        "init: no backend is configured: the ring needs "
+                        "MLX_RANK and MLX_HOSTFILE (missing:%s%s)",
+                        rs ? "" : " MLX_RANK", path ? "" : " MLX_HOSTFILE");
+  char err[400];
+  long rank;
+  dc_hostfile hf;
+  dc_status st = dc_env_int("MLX_RANK", rs, &rank, err, sizeof err);
+  if (st == DC_OK)
+    st = dc_hostfile_load(path, &hf, err, sizeof err);
+  if (st != DC_OK)
+    return dc_init_fail(st, "init: %s", err);
+  if (rank >= hf.nranks) {
+    dc_init_fail(DC_ERR_CONFIG, "init: MLX_RANK=%ld is out of range: "
+                 "MLX_HOSTFILE %s lists %d ranks (0..%d)",
+                 rank, path, hf.nranks, hf.nranks - 1);
+    dc_hostfile_free(&hf);
+    return DC_ERR_CONFIG;
+  }
+  st = start(&hf, (int)rank, out, err, sizeof err);
+  dc_hostfile_free(&hf);
+  if (st != DC_OK)
+    return dc_init_fail(st, "init: %s", err);
+  dc_log(*out, "ring ready: rank %ld of %d, %d connection(s) per peer", rank,
+         (*out)->size, ((ring_impl *)(*out)->impl)->lanes);
+  return DC_OK;
+}

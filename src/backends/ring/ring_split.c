@@ -1,0 +1,111 @@
+/* Split on the ring: the members open new listeners on their own IPs, tell
+ * each other where through the parent's connections, and connect a mesh of
+ * their own, so subgroups run collectives side by side. */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "backends/ring/ring.h"
+#include "transport/frame.h"
+#include "transport/sock.h"
+
+#define ADDR_TEXT 64
+
+static void port0(dc_addr *a) {
+  if (a->sa.ss_family == AF_INET6)
+    ((struct sockaddr_in6 *)&a->sa)->sin6_port = 0;
+  else
+    ((struct sockaddr_in *)&a->sa)->sin_port = 0;
+}
+
+/* Swap address texts with every other member over the parent. */
+static dc_status swap_addrs(dc_group *g, const int *ranks, int n, int me,
+                            char *texts, size_t block) {
+  dc_comm c;
+  dc_tcp_begin(((ring_impl *)g->impl)->tcp, &c, DC_OPC_SPLIT, block, DC_UINT8,
+               DC_SUM, 0, (uint32_t)g->seq);
+  dc_xfer *x = malloc(sizeof *x * 2 * (size_t)n);
+  if (!x)
+    return DC_ERR_NOMEM;
+  int k = 0;
+  for (int q = 0; q < n; q++) {
+    if (q == me)
+      continue;
+    x[k++] = (dc_xfer){ranks[q], 0, 1, 0, texts + (size_t)me * block, block};
+    x[k++] = (dc_xfer){ranks[q], 0, 0, 0, texts + (size_t)q * block, block};
+  }
+  dc_status st = c.run(&c, x, k);
+  free(x);
+  return st;
+}
+
+static dc_status open_listeners(dc_group *g, ring_impl *R, dc_addr *mine,
+                                int *fds) {
+  for (int l = 0; l < R->lanes; l++) {
+    char why[160];
+    mine[l] = R->self[l];
+    port0(&mine[l]);
+    if (dc_sock_listen(&mine[l], &fds[l], why, sizeof why) != DC_OK) {
+      while (l-- > 0)
+        close(fds[l]);
+      return dc_fail(g, DC_ERR_SYSTEM, "%s", why);
+    }
+  }
+  return DC_OK;
+}
+
+static dc_status parse_all(dc_group *g, const char *texts, int count,
+                           dc_addr *addrs) {
+  for (int i = 0; i < count; i++) {
+    char why[160];
+    if (dc_addr_parse(texts + (size_t)i * ADDR_TEXT, 0, &addrs[i], why,
+                      sizeof why) != DC_OK)
+      return dc_fail(g, DC_ERR_MISMATCH, "a member sent a bad address: %s",
+                     why);
+  }
+  return DC_OK;
+}
+
+static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
+                                 int n, int me, uint64_t id, dc_addr *mine,
+                                 int *fds, dc_group **out) {
+  size_t block = (size_t)R->lanes * ADDR_TEXT;
+  char *texts = calloc((size_t)n, block);
+  dc_addr *addrs = calloc((size_t)n * (size_t)R->lanes, sizeof *addrs);
+  dc_status st = texts && addrs ? DC_OK : dc_fail(g, DC_ERR_NOMEM, "no memory");
+  for (int l = 0; st == DC_OK && l < R->lanes; l++)
+    snprintf(texts + (size_t)me * block + (size_t)l * ADDR_TEXT, ADDR_TEXT,
+             "%s", mine[l].text);
+  if (st == DC_OK)
+    st = swap_addrs(g, ranks, n, me, texts, block);
+  if (st == DC_OK)
+    st = parse_all(g, texts, n * R->lanes, addrs);
+  if (st == DC_OK) {
+    ring_plan p = {me, n, R->lanes, addrs, fds, R->job, id};
+    char err[400];
+    st = ring_build(&p, mine, g->timeout_s, out, err, sizeof err);
+    if (st != DC_OK)
+      dc_fail(g, st, "%s", err);
+  }
+  free(texts);
+  free(addrs);
+  return st;
+}
+
+dc_status ring_split(dc_group *g, const int *ranks, int n, int me,
+                     uint64_t id, dc_group **out) {
+  ring_impl *R = g->impl;
+  dc_addr *mine = calloc((size_t)R->lanes, sizeof *mine);
+  int *fds = calloc((size_t)R->lanes, sizeof *fds);
+  dc_status st = mine && fds ? open_listeners(g, R, mine, fds)
+                             : dc_fail(g, DC_ERR_NOMEM, "no memory");
+  if (st == DC_OK) {
+    st = connect_members(g, R, ranks, n, me, id, mine, fds, out);
+    for (int l = 0; l < R->lanes; l++)
+      close(fds[l]);
+  }
+  free(mine);
+  free(fds);
+  return st;
+}

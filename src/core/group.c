@@ -1,0 +1,192 @@
+/* The public calls: check arguments, refuse poisoned groups, handle the
+ * size-1 case once for every backend, then forward to the backend table. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/group.h"
+#include "core/reduce.h"
+
+dc_group *dc_group_new(const dc_backend_ops *ops, void *impl, int rank,
+                       int size, uint64_t id) {
+  dc_group *g = calloc(1, sizeof *g);
+  if (!g)
+    return NULL;
+  g->ops = ops;
+  g->impl = impl;
+  g->rank = rank;
+  g->size = size;
+  g->refs = 1;
+  g->id = id;
+  g->timeout_s = dc_default_timeout();
+  g->verbose = dc_env_verbose();
+  return g;
+}
+
+int dc_group_rank(const dc_group *g) { return g ? g->rank : -1; }
+int dc_group_size(const dc_group *g) { return g ? g->size : 0; }
+const char *dc_group_backend(const dc_group *g) {
+  return g ? g->ops->name : "none";
+}
+const char *dc_group_last_error(const dc_group *g) { return g ? g->err : ""; }
+
+dc_status dc_group_set_timeout(dc_group *g, double seconds) {
+  if (!g || !(seconds > 0))
+    return DC_ERR_INVALID;
+  g->timeout_s = seconds;
+  return DC_OK;
+}
+
+/* Common entry: a live group, a name for errors, a fresh detail. */
+static dc_status enter(dc_group *g, const char *name) {
+  if (!g)
+    return dc_init_fail(DC_ERR_INVALID, "%s: group is NULL", name);
+  if (g->failed != DC_OK)
+    return g->failed;
+  g->op_name = name;
+  g->err[0] = '\0';
+  return DC_OK;
+}
+
+static dc_status check_buf(dc_group *g, const void *buf, const char *what,
+                           size_t count, dc_dtype dtype) {
+  if ((unsigned)dtype >= DC_DTYPE_COUNT)
+    return dc_fail(g, DC_ERR_INVALID, "dtype %d is not a dc_dtype", dtype);
+  if (!buf && count > 0)
+    return dc_fail(g, DC_ERR_INVALID, "%s buffer is NULL with count %zu",
+                   what, count);
+  if (count > SIZE_MAX / dc_dtype_size(dtype) / (size_t)g->size)
+    return dc_fail(g, DC_ERR_INVALID, "count %zu overflows size_t", count);
+  return DC_OK;
+}
+
+static dc_status check_op(dc_group *g, dc_dtype dtype, dc_op op) {
+  dc_status st = dc_reduce_check(dtype, op);
+  if (st == DC_ERR_NOT_SUPPORTED)
+    return dc_fail(g, st, "%s of %s is not supported", dc_op_name(op),
+                   dc_dtype_name(dtype));
+  if (st != DC_OK)
+    return dc_fail(g, st, "op %d is not a dc_op", op);
+  return DC_OK;
+}
+
+static dc_status check_peer(dc_group *g, int peer, const char *what,
+                            int self_ok) {
+  if (peer < 0 || peer >= g->size)
+    return dc_fail(g, DC_ERR_INVALID, "%s %d is out of range (group size %d)",
+                   what, peer, g->size);
+  if (!self_ok && peer == g->rank)
+    return dc_fail(g, DC_ERR_INVALID, "%s %d is this rank", what, peer);
+  return DC_OK;
+}
+
+static void copy(void *dst, const void *src, size_t bytes) {
+  if (dst != src && bytes)
+    memmove(dst, src, bytes);
+}
+
+#define TRY(call)              \
+  do {                         \
+    dc_status try_st_ = call;  \
+    if (try_st_ != DC_OK)      \
+      return try_st_;          \
+  } while (0)
+
+static const char *reduce_name(dc_op op) {
+  static const char *names[] = {"all_sum", "all_max", "all_min", "all_prod"};
+  return (unsigned)op < DC_OP_COUNT ? names[op] : "all_reduce";
+}
+
+dc_status dc_all_reduce(dc_group *g, const void *send, void *recv,
+                        size_t count, dc_dtype dtype, dc_op op) {
+  TRY(enter(g, reduce_name(op)));
+  TRY(check_buf(g, send, "send", count, dtype));
+  TRY(check_buf(g, recv, "recv", count, dtype));
+  TRY(check_op(g, dtype, op));
+  g->seq++;
+  if (g->size == 1) {
+    copy(recv, send, count * dc_dtype_size(dtype));
+    return DC_OK;
+  }
+  return g->ops->all_reduce(g, send, recv, count, dtype, op);
+}
+
+dc_status dc_all_sum(dc_group *g, const void *s, void *r, size_t n,
+                     dc_dtype t) {
+  return dc_all_reduce(g, s, r, n, t, DC_SUM);
+}
+dc_status dc_all_max(dc_group *g, const void *s, void *r, size_t n,
+                     dc_dtype t) {
+  return dc_all_reduce(g, s, r, n, t, DC_MAX);
+}
+dc_status dc_all_min(dc_group *g, const void *s, void *r, size_t n,
+                     dc_dtype t) {
+  return dc_all_reduce(g, s, r, n, t, DC_MIN);
+}
+
+dc_status dc_all_gather(dc_group *g, const void *send, void *recv,
+                        size_t count, dc_dtype dtype) {
+  TRY(enter(g, "all_gather"));
+  TRY(check_buf(g, send, "send", count, dtype));
+  TRY(check_buf(g, recv, "recv", count, dtype));
+  g->seq++;
+  if (g->size == 1) {
+    copy(recv, send, count * dc_dtype_size(dtype));
+    return DC_OK;
+  }
+  return g->ops->all_gather(g, send, recv, count, dtype);
+}
+
+dc_status dc_reduce_scatter(dc_group *g, const void *send, void *recv,
+                            size_t count, dc_dtype dtype, dc_op op) {
+  TRY(enter(g, op == DC_SUM ? "sum_scatter" : "reduce_scatter"));
+  TRY(check_buf(g, send, "send", count, dtype));
+  TRY(check_buf(g, recv, "recv", count, dtype));
+  TRY(check_op(g, dtype, op));
+  g->seq++;
+  if (g->size == 1) {
+    copy(recv, send, count * dc_dtype_size(dtype));
+    return DC_OK;
+  }
+  return g->ops->reduce_scatter(g, send, recv, count, dtype, op);
+}
+
+dc_status dc_sum_scatter(dc_group *g, const void *s, void *r, size_t n,
+                         dc_dtype t) {
+  return dc_reduce_scatter(g, s, r, n, t, DC_SUM);
+}
+
+dc_status dc_send(dc_group *g, const void *buf, size_t count, dc_dtype dtype,
+                  int dst) {
+  TRY(enter(g, "send"));
+  TRY(check_buf(g, buf, "send", count, dtype));
+  TRY(check_peer(g, dst, "dst", 0));
+  return g->ops->send(g, buf, count, dtype, dst);
+}
+
+dc_status dc_recv(dc_group *g, void *buf, size_t count, dc_dtype dtype,
+                  int src) {
+  TRY(enter(g, "recv"));
+  TRY(check_buf(g, buf, "recv", count, dtype));
+  TRY(check_peer(g, src, "src", 0));
+  return g->ops->recv(g, buf, count, dtype, src);
+}
+
+dc_status dc_broadcast(dc_group *g, void *buf, size_t count, dc_dtype dtype,
+                       int root) {
+  TRY(enter(g, "broadcast"));
+  TRY(check_buf(g, buf, "buffer", count, dtype));
+  TRY(check_peer(g, root, "root", 1));
+  g->seq++;
+  if (g->size == 1)
+    return DC_OK;
+  return g->ops->broadcast(g, buf, count, dtype, root);
+}
+
+dc_status dc_barrier(dc_group *g) {
+  TRY(enter(g, "barrier"));
+  g->seq++;
+  if (g->size == 1)
+    return DC_OK;
+  return g->ops->barrier(g);
+}

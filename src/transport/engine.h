@@ -1,0 +1,46 @@
+/* The TCP progress engine: runs a batch of transfers (algo.h) over
+ * non-blocking sockets with poll(), checking every frame header, reducing
+ * received data as it arrives, and bounding every wait by the group's
+ * timeout. One engine per group; used by one thread at a time. */
+#ifndef DC_TRANSPORT_ENGINE_H
+#define DC_TRANSPORT_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/algo.h"
+#include "distcomm.h"
+
+typedef struct dc_conn {
+  int fd;               /* -1 when absent (self) */
+  int peer, lane;
+  char addr[64];        /* the peer's address, for messages */
+  size_t tx_left;       /* bytes of the outgoing frame not yet written */
+  uint64_t op_rx;       /* payload bytes received during the current op */
+  unsigned char *window; /* scratch for reduce-on-receive */
+} dc_conn;
+
+typedef struct dc_tcp {
+  dc_group *g;
+  int rank, size, lanes;
+  dc_conn *conns;       /* conns[peer * lanes + lane] */
+  uint32_t *p2p_tx, *p2p_rx; /* send/recv counters per peer */
+  int spin;             /* busy-poll briefly before sleeping in poll() */
+} dc_tcp;
+
+/* Allocate an engine for size ranks x lanes connections (all fd = -1). */
+dc_tcp *dc_tcp_new(dc_group *g, int rank, int size, int lanes);
+/* Close every connection and free. */
+void dc_tcp_free(dc_tcp *t);
+
+/* Prepare comm for one op: fills the frame fields and run = dc_tcp_run. */
+void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,
+                  dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq);
+
+dc_status dc_tcp_run(dc_comm *c, dc_xfer *x, int n);
+
+/* After a failure: tell every peer (an ABORT frame when the stream is at a
+ * frame boundary) and shut our side, so nobody keeps waiting on this rank. */
+void dc_tcp_poison(dc_tcp *t, dc_status st, const char *why);
+
+#endif

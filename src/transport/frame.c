@@ -1,0 +1,165 @@
+/* Encoding of hellos and frame headers: fixed little-endian layouts, so a
+ * receiver never trusts a length it has not checked. */
+#include <stdio.h>
+#include <string.h>
+
+#include "transport/frame.h"
+
+static void put16(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+}
+static void put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get16(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+static uint32_t get32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+static uint64_t get64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* A cheap mix of the header words: catches a stream that is out of step. */
+static uint32_t header_check(const unsigned char *p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+void dc_frame_encode(const dc_frame *f, unsigned char out[DC_FRAME_BYTES]) {
+  put16(out, DC_WIRE_MAGIC);
+  out[2] = f->kind;
+  out[3] = f->opcode;
+  out[4] = f->dtype;
+  out[5] = f->redop;
+  put16(out + 6, 0);
+  put32(out + 8, f->seq);
+  put64(out + 12, f->count);
+  put64(out + 20, f->len);
+  put32(out + 28, f->aux);
+  /* the check replaces nothing: it is folded into the magic's spare bits */
+  uint32_t c = header_check(out, DC_FRAME_BYTES);
+  put16(out + 6, c & 0xffffu);
+}
+
+dc_status dc_frame_decode(const unsigned char in[DC_FRAME_BYTES],
+                          dc_frame *f) {
+  unsigned char tmp[DC_FRAME_BYTES];
+  memcpy(tmp, in, sizeof tmp);
+  put16(tmp + 6, 0);
+  if (get16(in) != DC_WIRE_MAGIC ||
+      get16(in + 6) != (header_check(tmp, sizeof tmp) & 0xffffu))
+    return DC_ERR_MISMATCH;
+  f->kind = in[2];
+  f->opcode = in[3];
+  f->dtype = in[4];
+  f->redop = in[5];
+  f->seq = get32(in + 8);
+  f->count = get64(in + 12);
+  f->len = get64(in + 20);
+  f->aux = get32(in + 28);
+  f->check = get16(in + 6);
+  return DC_OK;
+}
+
+static const char *opcode_name(unsigned op, unsigned redop) {
+  static const char *reduce[] = {"all_sum", "all_max", "all_min", "all_prod"};
+  switch (op) {
+  case DC_OPC_ALL_REDUCE:
+    return redop < 4 ? reduce[redop] : "all_reduce";
+  case DC_OPC_ALL_GATHER:
+    return "all_gather";
+  case DC_OPC_REDUCE_SCATTER:
+    return "reduce_scatter";
+  case DC_OPC_SEND:
+    return "send";
+  case DC_OPC_BROADCAST:
+    return "broadcast";
+  case DC_OPC_BARRIER:
+    return "barrier";
+  case DC_OPC_SPLIT:
+    return "split";
+  }
+  return "unknown op";
+}
+
+void dc_frame_describe(const dc_frame *f, char *out, size_t n) {
+  snprintf(out, n, "%s of %llu %s (op #%u)",
+           opcode_name(f->opcode, f->redop), (unsigned long long)f->count,
+           dc_dtype_name((dc_dtype)f->dtype), (unsigned)f->seq);
+}
+
+void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
+                   size_t n) {
+  out[0] = '\0';
+  if (got->opcode != want->opcode || got->redop != want->redop ||
+      got->dtype != want->dtype || got->count != want->count ||
+      got->seq != want->seq || got->aux != want->aux ||
+      got->len != want->len) {
+    char a[96], b[96];
+    dc_frame_describe(got, a, sizeof a);
+    dc_frame_describe(want, b, sizeof b);
+    if (got->opcode == DC_OPC_BROADCAST && got->aux != want->aux)
+      snprintf(out, n, "it sent broadcast from root %u, this rank expects root %u",
+               (unsigned)got->aux, (unsigned)want->aux);
+    else
+      snprintf(out, n, "it sent %s, this rank expects %s", a, b);
+  }
+}
+
+void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]) {
+  put32(out, 0x4d434344u); /* "DCCM" */
+  put16(out + 4, h->kind);
+  put16(out + 6, h->version);
+  put64(out + 8, h->job);
+  put64(out + 16, h->group);
+  put32(out + 24, h->rank);
+  put32(out + 28, h->size);
+  put16(out + 32, h->lane);
+  put16(out + 34, h->reason);
+  put32(out + 36, header_check(out, 36));
+}
+
+dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
+                          dc_hello *h) {
+  if (get32(in) != 0x4d434344u || get32(in + 36) != header_check(in, 36))
+    return DC_ERR_AUTH;
+  h->kind = get16(in + 4);
+  h->version = get16(in + 6);
+  h->job = get64(in + 8);
+  h->group = get64(in + 16);
+  h->rank = get32(in + 24);
+  h->size = get32(in + 28);
+  h->lane = get16(in + 32);
+  h->reason = get16(in + 34);
+  return DC_OK;
+}
+
+const char *dc_hello_reason_text(uint32_t reason) {
+  switch (reason) {
+  case DC_REFUSE_VERSION:
+    return "protocol version differs";
+  case DC_REFUSE_JOB:
+    return "it belongs to another job or group";
+  case DC_REFUSE_SIZE:
+    return "world size differs (are both ranks using the same hostfile?)";
+  case DC_REFUSE_RANK:
+    return "rank or connection number unexpected or duplicated";
+  }
+  return "refused";
+}

@@ -1,0 +1,173 @@
+/* TCP socket plumbing shared by the backends. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/group.h"
+#include "transport/sock.h"
+
+void dc_sock_name(const void *sa, char *out, size_t n) {
+  const struct sockaddr *s = sa;
+  char ip[INET6_ADDRSTRLEN] = "?";
+  if (s->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *a6 = sa;
+    inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
+    snprintf(out, n, "[%s]:%u", ip, ntohs(a6->sin6_port));
+  } else {
+    const struct sockaddr_in *a4 = sa;
+    inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof ip);
+    snprintf(out, n, "%s:%u", ip, ntohs(a4->sin_port));
+  }
+}
+
+void dc_sock_tune(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  int idle = 30, intvl = 5, cnt = 4; /* a silent dead host shows in ~50 s */
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen) {
+  *fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (*fd < 0) {
+    snprintf(err, errlen, "socket: %s", strerror(errno));
+    return DC_ERR_SYSTEM;
+  }
+  int one = 1; /* a restarted job may reuse a port still in TIME_WAIT */
+  setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(*fd, (struct sockaddr *)&a->sa, a->salen) != 0 ||
+      listen(*fd, 1024) != 0) {
+    int e = errno;
+    snprintf(err, errlen, "cannot listen on %s: %s%s", a->text, strerror(e),
+             e == EADDRINUSE ? " (the port is already taken)"
+             : e == EADDRNOTAVAIL ? " (the address is not on this host)"
+                                  : "");
+    close(*fd);
+    *fd = -1;
+    return DC_ERR_SYSTEM;
+  }
+  socklen_t len = sizeof a->sa;
+  getsockname(*fd, (struct sockaddr *)&a->sa, &len);
+  dc_sock_name(&a->sa, a->text, sizeof a->text);
+  fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK);
+  return DC_OK;
+}
+
+static int wait_fd(int fd, short events, double deadline) {
+  double left = deadline - dc_now();
+  if (left <= 0)
+    return 0;
+  struct pollfd p = {.fd = fd, .events = events};
+  int ms = left > 0.1 ? 100 : (int)(left * 1000) + 1;
+  int r = poll(&p, 1, ms);
+  return r < 0 && errno != EINTR ? -1 : 1;
+}
+
+/* One non-blocking connect attempt: 1 connected, 0 retry, -1 fatal. */
+static int try_connect(const dc_addr *a, double deadline, int *fd) {
+  *fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (*fd < 0)
+    return -1;
+  int r = connect(*fd, (const struct sockaddr *)&a->sa, a->salen);
+  if (r != 0 && errno == EINPROGRESS) {
+    struct pollfd p = {.fd = *fd, .events = POLLOUT};
+    double left = deadline - dc_now();
+    poll(&p, 1, left > 1 ? 1000 : left > 0 ? (int)(left * 1000) + 1 : 0);
+    int e = 0;
+    socklen_t el = sizeof e;
+    getsockopt(*fd, SOL_SOCKET, SO_ERROR, &e, &el);
+    r = (p.revents & POLLOUT) && e == 0 ? 0 : -1;
+  }
+  if (r == 0)
+    return 1;
+  close(*fd);
+  *fd = -1;
+  return 0;
+}
+
+dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd,
+                          char *err, size_t errlen) {
+  double pause = 0.01;
+  while (dc_now() < deadline) {
+    int r = try_connect(a, deadline, fd);
+    if (r == 1) {
+      dc_sock_tune(*fd);
+      return DC_OK;
+    }
+    if (r < 0) {
+      snprintf(err, errlen, "socket: %s", strerror(errno));
+      return DC_ERR_SYSTEM;
+    }
+    usleep((useconds_t)(pause * 1e6)); /* the peer may not listen yet */
+    pause = pause < 0.2 ? pause * 2 : 0.2;
+  }
+  snprintf(err, errlen, "could not connect to %s before the timeout",
+           a->text);
+  return DC_ERR_TIMEOUT;
+}
+
+dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
+                         size_t peerlen, char *err, size_t errlen) {
+  for (;;) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    *fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+    if (*fd >= 0) {
+      dc_sock_name(&ss, peer, peerlen);
+      dc_sock_tune(*fd);
+      return DC_OK;
+    }
+    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+      snprintf(err, errlen, "accept: %s", strerror(errno));
+      return DC_ERR_SYSTEM;
+    }
+    if (wait_fd(lfd, POLLIN, deadline) == 0) {
+      snprintf(err, errlen, "no connection came before the timeout");
+      return DC_ERR_TIMEOUT;
+    }
+  }
+}
+
+dc_status dc_sock_write_all(int fd, const void *buf, size_t n,
+                            double deadline) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      p += w;
+      n -= (size_t)w;
+    } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+      return DC_ERR_PEER_LOST;
+    } else if (wait_fd(fd, POLLOUT, deadline) == 0) {
+      return DC_ERR_TIMEOUT;
+    }
+  }
+  return DC_OK;
+}
+
+dc_status dc_sock_read_all(int fd, void *buf, size_t n, double deadline) {
+  char *p = buf;
+  while (n > 0) {
+    ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+    if (r > 0) {
+      p += r;
+      n -= (size_t)r;
+    } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+      return DC_ERR_PEER_LOST;
+    } else if (wait_fd(fd, POLLIN, deadline) == 0) {
+      return DC_ERR_TIMEOUT;
+    }
+  }
+  return DC_OK;
+}

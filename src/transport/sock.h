@@ -1,0 +1,36 @@
+/* TCP sockets: listen, connect with bounded retries, tuning, and exact
+ * reads/writes with a deadline (for handshakes; the data path is engine.c). */
+#ifndef DC_TRANSPORT_SOCK_H
+#define DC_TRANSPORT_SOCK_H
+
+#include <stddef.h>
+
+#include "core/hostfile.h"
+#include "distcomm.h"
+
+/* Listen on a (port 0 picks one; the chosen address is written back).
+ * DC_ERR_SYSTEM with "port 5000 on 127.0.0.1 is already in use" etc. */
+dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen);
+
+/* Connect to a, retrying refused/unreachable attempts until deadline
+ * (dc_now() seconds). DC_ERR_TIMEOUT when the deadline passes. */
+dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd,
+                          char *err, size_t errlen);
+
+/* Accept one connection before deadline. DC_ERR_TIMEOUT when none came. */
+dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
+                         size_t peerlen, char *err, size_t errlen);
+
+/* Non-blocking, TCP_NODELAY, keepalive, no SIGPIPE. */
+void dc_sock_tune(int fd);
+
+/* Exact write/read of n bytes before deadline (fd is non-blocking).
+ * DC_ERR_PEER_LOST on EOF/reset, DC_ERR_TIMEOUT at the deadline. */
+dc_status dc_sock_write_all(int fd, const void *buf, size_t n,
+                            double deadline);
+dc_status dc_sock_read_all(int fd, void *buf, size_t n, double deadline);
+
+/* "ip:port" of a sockaddr, for messages. */
+void dc_sock_name(const void *sa, char *out, size_t n);
+
+#endif

@@ -1,0 +1,64 @@
+# Shell helpers for the tests/mp scripts (sourced, not run).
+# Each script counts failures in $fails and ends with mp_finish.
+
+fails=0
+mp_tmp=$(mktemp -d /tmp/distcomm-mp.XXXXXX)
+mp_pids=()
+
+# Kill what we started (by pid), remove the scratch folder.
+mp_cleanup() {
+  local p
+  for p in "${mp_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$mp_tmp"
+}
+trap mp_cleanup EXIT
+
+ok() { echo "ok - $*"; }
+fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
+
+mp_finish() {
+  if [ "$fails" -ne 0 ]; then
+    echo "$fails check(s) failed"
+    exit 1
+  fi
+  echo "all checks passed"
+  exit 0
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# A random port base in 20000..59999, so parallel runs rarely collide.
+mp_port_base() { echo $((20000 + (RANDOM * 32768 + RANDOM) % 40000)); }
+
+# mp_hostfile FILE N BASE: one 127.0.0.1 address per rank, ports BASE + r.
+mp_hostfile() {
+  local file=$1 n=$2 base=$3 r sep=""
+  {
+    printf '['
+    for ((r = 0; r < n; r++)); do
+      printf '%s["127.0.0.1:%d"]' "$sep" $((base + r))
+      sep=","
+    done
+    printf ']\n'
+  } >"$file"
+}
+
+# contains TEXT WORD...: every WORD occurs in TEXT (case-sensitive).
+contains() {
+  local text=$1 w
+  shift
+  for w in "$@"; do
+    case "$text" in *"$w"*) ;; *) return 1 ;; esac
+  done
+  return 0
+}
+
+# wait_for FILE PATTERN SECONDS: poll until grep finds PATTERN in FILE.
+wait_for() {
+  local file=$1 pat=$2 deadline=$(($(now_ms) + $3 * 1000))
+  while [ "$(now_ms)" -lt "$deadline" ]; do
+    grep -q -- "$pat" "$file" 2>/dev/null && return 0
+    sleep 0.02
+  done
+  return 1
+}

@@ -1,0 +1,368 @@
+/* probe: one rank's side of the error tests; the scripts read its lines.
+ *
+ *   probe init [--strict] [--backend B]
+ *       dc_init then a barrier. "OK rank R size S backend B", or one line
+ *       "ERR <STATUS>: <detail>" and exit 3.
+ *   probe loop MIB ITERS [--die RANK:MS] [--linger S]
+ *       all_sum of MIB MiB of float32, ITERS times. Prints "rank R ready"
+ *       after the first. On failure: "rank R: ERR <STATUS> at <wall>: <detail>",
+ *       then checks the group is poisoned and frees it; exit 4 (after
+ *       sleeping S seconds, so a launcher reports the first failure first).
+ *       --die: rank RANK SIGKILLs itself MS ms into the second all_sum.
+ *   probe mismatch KIND COUNT
+ *       The last rank disagrees (KIND: count, dtype, op, root, coll). Exit 0
+ *       when this rank got an error, 1 when the call "succeeded".
+ *   probe invalid
+ *       Argument errors on the world group (any size): each must fail
+ *       locally with DC_ERR_INVALID and leave the group usable.
+ *   probe occupy PORT SECONDS
+ *       Listen on 127.0.0.1:PORT, print "listening PORT", sleep. */
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mp_util.h"
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* ---- init -------------------------------------------------------------- */
+
+static int cmd_init(int argc, char **argv) {
+  int strict = 0;
+  const char *backend = "any";
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--strict") == 0)
+      strict = 1;
+    else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+      backend = argv[++i];
+  }
+  dc_group *g = NULL;
+  dc_status st = dc_init(backend, strict, &g);
+  if (st != DC_OK) {
+    printf("ERR %s: %s\n", dc_status_name(st), dc_last_error());
+    /* A second try must fail the same way, not hand out a broken group. */
+    dc_status again = dc_init(backend, strict, &g);
+    if (again != st || g)
+      printf("BUG: second dc_init returned %s\n", dc_status_name(again));
+    return 3;
+  }
+  st = dc_barrier(g);
+  if (st != DC_OK) {
+    printf("ERR %s: %s\n", dc_status_name(st), dc_group_last_error(g));
+    dc_group_free(g);
+    return 3;
+  }
+  printf("OK rank %d size %d backend %s\n", dc_group_rank(g),
+         dc_group_size(g), dc_group_backend(g));
+  dc_group_free(g);
+  return 0;
+}
+
+/* ---- after a failure ---------------------------------------------------- */
+
+/* The group must now be poisoned: the next call returns the first error at
+ * once; freeing it must not hang. Prints what it saw; 0 when all is well. */
+static int check_poisoned(dc_group *g, dc_status first, void *buf,
+                          size_t count) {
+  int rank = dc_group_rank(g), bad = 0;
+  double t0 = mp_mono();
+  dc_status again = dc_all_sum(g, buf, buf, count, DC_FLOAT32);
+  double dt = mp_mono() - t0;
+  if (again != first || dt > 1.0) {
+    printf("rank %d: POISON-FAIL next call gave %s after %.3f s\n", rank,
+           dc_status_name(again), dt);
+    bad = 1;
+  } else {
+    printf("rank %d: poisoned: next call gave %s after %.3f s\n", rank,
+           dc_status_name(again), dt);
+  }
+  t0 = mp_mono();
+  dc_group_free(g);
+  printf("rank %d: freed in %.3f s\n", rank, mp_mono() - t0);
+  fflush(stdout);
+  return bad;
+}
+
+/* ---- loop --------------------------------------------------------------- */
+
+static double die_after_ms;
+
+static void *die_later(void *arg) {
+  (void)arg;
+  sleep_s(die_after_ms / 1000.0);
+  kill(getpid(), SIGKILL);
+  return NULL;
+}
+
+static int cmd_loop(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  size_t count = mp_parse_size("MIB", argv[0]) * ((size_t)1 << 20) / 4;
+  size_t iters = mp_parse_size("ITERS", argv[1]);
+  int die_rank = -1;
+  double linger = 0;
+  for (int i = 2; i + 1 < argc; i++) {
+    if (strcmp(argv[i], "--die") == 0 &&
+        sscanf(argv[i + 1], "%d:%lf", &die_rank, &die_after_ms) == 2)
+      i++;
+    else if (strcmp(argv[i], "--linger") == 0)
+      linger = atof(argv[++i]);
+  }
+  dc_group *g = mp_init_or_die("probe");
+  int rank = dc_group_rank(g);
+  float *buf = mp_alloc(count * sizeof *buf);
+  for (size_t i = 0; i < count; i++)
+    buf[i] = 0.0f; /* stays 0: sums of zeros, no overflow however long */
+  for (size_t it = 0; it < iters; it++) {
+    dc_status st = dc_all_sum(g, buf, buf, count, DC_FLOAT32);
+    if (st != DC_OK) {
+      printf("rank %d: ERR %s at %.6f: %s\n", rank, dc_status_name(st),
+             mp_wall(), dc_group_last_error(g));
+      fflush(stdout);
+      int bad = check_poisoned(g, st, buf, count);
+      free(buf);
+      sleep_s(linger);
+      return bad ? 5 : 4;
+    }
+    if (it == 0) {
+      printf("rank %d ready\n", rank);
+      fflush(stdout);
+      pthread_t th;
+      if (rank == die_rank && pthread_create(&th, NULL, die_later, NULL) == 0)
+        pthread_detach(th);
+    }
+  }
+  printf("rank %d: %zu iterations done\n", rank, iters);
+  dc_group_free(g);
+  free(buf);
+  return 0;
+}
+
+/* ---- mismatch ----------------------------------------------------------- */
+
+/* The last rank calls something different from the others. */
+static dc_status disagree(dc_group *g, const char *kind, float *buf,
+                          size_t count) {
+  int odd = dc_group_rank(g) == dc_group_size(g) - 1;
+  if (strcmp(kind, "count") == 0)
+    return dc_all_sum(g, buf, buf, count + (size_t)odd, DC_FLOAT32);
+  if (strcmp(kind, "dtype") == 0) /* same element size: only the type differs */
+    return dc_all_sum(g, buf, buf, count, odd ? DC_INT32 : DC_FLOAT32);
+  if (strcmp(kind, "op") == 0)
+    return dc_all_reduce(g, buf, buf, count, DC_FLOAT32, odd ? DC_MAX : DC_SUM);
+  if (strcmp(kind, "root") == 0)
+    return dc_broadcast(g, buf, count, DC_FLOAT32, odd ? 1 : 0);
+  if (odd) /* coll: a gather against everybody else's all_sum */
+    return dc_all_gather(g, buf, buf + count, count / 2, DC_FLOAT32);
+  return dc_all_sum(g, buf, buf, count, DC_FLOAT32);
+}
+
+static int cmd_mismatch(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  size_t count = mp_parse_size("COUNT", argv[1]);
+  dc_group *g = mp_init_or_die("probe");
+  int rank = dc_group_rank(g), size = dc_group_size(g);
+  /* Room for count + 1 elements and for a gather of count / 2 per rank. */
+  size_t room = count + 1 + (count / 2 + 1) * (size_t)size;
+  float *buf = mp_alloc(room * sizeof *buf);
+  memset(buf, 0, room * sizeof *buf);
+  double t0 = mp_mono();
+  dc_status st = disagree(g, argv[0], buf, count);
+  double dt = mp_mono() - t0;
+  if (st == DC_OK) {
+    printf("rank %d: mismatch-%s: OK (no error after %.3f s)\n", rank,
+           argv[0], dt);
+    dc_group_free(g);
+    free(buf);
+    return 1;
+  }
+  printf("rank %d: mismatch-%s: %s after %.3f s: %s\n", rank, argv[0],
+         dc_status_name(st), dt, dc_group_last_error(g));
+  fflush(stdout);
+  int bad = check_poisoned(g, st, buf, count);
+  free(buf);
+  return bad ? 5 : 0;
+}
+
+/* ---- invalid arguments -------------------------------------------------- */
+
+typedef struct tally {
+  int rank;
+  long pass, fail;
+} tally;
+
+static void expect(tally *t, dc_group *g, const char *what, dc_status st,
+                   dc_status want) {
+  if (st == want && (want == DC_OK || dc_group_last_error(g)[0])) {
+    t->pass++;
+    return;
+  }
+  t->fail++;
+  printf("rank %d: FAIL %s: returned %s, expected %s (detail: \"%s\")\n",
+         t->rank, what, dc_status_name(st), dc_status_name(want),
+         dc_group_last_error(g));
+}
+
+static void expect_status(tally *t, const char *what, dc_status st,
+                          dc_status want) {
+  if (st == want) {
+    t->pass++;
+    return;
+  }
+  t->fail++;
+  printf("rank %d: FAIL %s: returned %s, expected %s\n", t->rank, what,
+         dc_status_name(st), dc_status_name(want));
+}
+
+static void null_buffers(tally *t, dc_group *g, float *b) {
+  int n = dc_group_size(g), peer = (t->rank + 1) % n;
+  expect(t, g, "all_sum NULL send", dc_all_sum(g, NULL, b, 4, DC_FLOAT32),
+         DC_ERR_INVALID);
+  expect(t, g, "all_sum NULL recv", dc_all_sum(g, b, NULL, 4, DC_FLOAT32),
+         DC_ERR_INVALID);
+  expect(t, g, "all_gather NULL recv", dc_all_gather(g, b, NULL, 4, DC_INT8),
+         DC_ERR_INVALID);
+  expect(t, g, "sum_scatter NULL send",
+         dc_sum_scatter(g, NULL, b, 1, DC_FLOAT32), DC_ERR_INVALID);
+  expect(t, g, "broadcast NULL", dc_broadcast(g, NULL, 4, DC_FLOAT32, 0),
+         DC_ERR_INVALID);
+  if (n > 1)
+    expect(t, g, "send NULL", dc_send(g, NULL, 4, DC_FLOAT32, peer),
+           DC_ERR_INVALID);
+  if (n > 1)
+    expect(t, g, "recv NULL", dc_recv(g, NULL, 4, DC_FLOAT32, peer),
+           DC_ERR_INVALID);
+}
+
+/* Count 0 with NULL buffers is a valid no-op on every rank. */
+static void zero_counts(tally *t, dc_group *g) {
+  expect(t, g, "all_sum count 0 NULL", dc_all_sum(g, NULL, NULL, 0, DC_INT32),
+         DC_OK);
+  expect(t, g, "all_gather count 0 NULL",
+         dc_all_gather(g, NULL, NULL, 0, DC_INT32), DC_OK);
+  expect(t, g, "sum_scatter count 0 NULL",
+         dc_sum_scatter(g, NULL, NULL, 0, DC_INT32), DC_OK);
+  expect(t, g, "broadcast count 0 NULL",
+         dc_broadcast(g, NULL, 0, DC_INT32, 0), DC_OK);
+  if (dc_group_size(g) < 2)
+    return;
+  if (t->rank == 0)
+    expect(t, g, "send count 0 NULL", dc_send(g, NULL, 0, DC_INT32, 1), DC_OK);
+  if (t->rank == 1)
+    expect(t, g, "recv count 0 NULL", dc_recv(g, NULL, 0, DC_INT32, 0), DC_OK);
+}
+
+static void bad_peers(tally *t, dc_group *g, float *b) {
+  int n = dc_group_size(g);
+  expect(t, g, "send to self", dc_send(g, b, 1, DC_FLOAT32, t->rank),
+         DC_ERR_INVALID);
+  expect(t, g, "recv from self", dc_recv(g, b, 1, DC_FLOAT32, t->rank),
+         DC_ERR_INVALID);
+  expect(t, g, "send to size", dc_send(g, b, 1, DC_FLOAT32, n),
+         DC_ERR_INVALID);
+  expect(t, g, "recv from -1", dc_recv(g, b, 1, DC_FLOAT32, -1),
+         DC_ERR_INVALID);
+  expect(t, g, "broadcast root size", dc_broadcast(g, b, 1, DC_FLOAT32, n),
+         DC_ERR_INVALID);
+  expect(t, g, "broadcast root -1", dc_broadcast(g, b, 1, DC_FLOAT32, -1),
+         DC_ERR_INVALID);
+}
+
+static void bad_kinds(tally *t, dc_group *g, float *b) {
+  expect(t, g, "dtype 99", dc_all_sum(g, b, b, 1, (dc_dtype)99),
+         DC_ERR_INVALID);
+  expect(t, g, "op 99", dc_all_reduce(g, b, b, 1, DC_FLOAT32, (dc_op)99),
+         DC_ERR_INVALID);
+  expect(t, g, "max of complex64", dc_all_max(g, b, b, 1, DC_COMPLEX64),
+         DC_ERR_NOT_SUPPORTED);
+  expect(t, g, "min of complex64 scatter",
+         dc_reduce_scatter(g, b, b, 1, DC_COMPLEX64, DC_MIN),
+         DC_ERR_NOT_SUPPORTED);
+  /* These report through their status only (no group detail to check). */
+  expect_status(t, "timeout 0", dc_group_set_timeout(g, 0), DC_ERR_INVALID);
+  expect_status(t, "timeout -1", dc_group_set_timeout(g, -1), DC_ERR_INVALID);
+  expect_status(t, "split NULL out", dc_group_split(g, 0, 0, NULL),
+                DC_ERR_INVALID);
+  expect_status(t, "init NULL group", dc_init("any", 0, NULL), DC_ERR_INVALID);
+}
+
+/* Argument errors must not poison: a real all_sum still works. */
+static void still_usable(tally *t, dc_group *g) {
+  int n = dc_group_size(g);
+  float v[3] = {(float)t->rank + 1, 1.0f, -(float)t->rank};
+  float want[3] = {(float)n * (float)(n + 1) / 2, (float)n,
+                   -(float)n * (float)(n - 1) / 2};
+  expect(t, g, "all_sum after errors", dc_all_sum(g, v, v, 3, DC_FLOAT32),
+         DC_OK);
+  if (memcmp(v, want, sizeof v) != 0) {
+    t->fail++;
+    printf("rank %d: FAIL all_sum after errors gave %g %g %g\n", t->rank,
+           v[0], v[1], v[2]);
+  }
+}
+
+static int cmd_invalid(void) {
+  dc_group *g = mp_init_or_die("probe");
+  tally t = {dc_group_rank(g), 0, 0};
+  float b[64] = {0};
+  null_buffers(&t, g, b);
+  zero_counts(&t, g);
+  bad_peers(&t, g, b);
+  bad_kinds(&t, g, b);
+  still_usable(&t, g);
+  printf("rank %d/%d: invalid: %ld checks passed, %ld failed\n", t.rank,
+         dc_group_size(g), t.pass, t.fail);
+  dc_group_free(g);
+  return t.fail || t.pass < 20 ? 1 : 0;
+}
+
+/* ---- occupy a port ------------------------------------------------------ */
+
+static int cmd_occupy(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_port = htons((unsigned short)mp_parse_size("PORT", argv[0]));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      listen(fd, 4) != 0) {
+    perror("occupy");
+    return 3;
+  }
+  printf("listening %s\n", argv[0]);
+  fflush(stdout);
+  sleep_s((double)mp_parse_size("SECONDS", argv[1]));
+  close(fd);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *cmd = argc > 1 ? argv[1] : "";
+  if (strcmp(cmd, "init") == 0)
+    return cmd_init(argc - 2, argv + 2);
+  if (strcmp(cmd, "loop") == 0)
+    return cmd_loop(argc - 2, argv + 2);
+  if (strcmp(cmd, "mismatch") == 0)
+    return cmd_mismatch(argc - 2, argv + 2);
+  if (strcmp(cmd, "invalid") == 0)
+    return cmd_invalid();
+  if (strcmp(cmd, "occupy") == 0)
+    return cmd_occupy(argc - 2, argv + 2);
+  fprintf(stderr, "usage: probe init|loop|mismatch|invalid|occupy ...\n");
+  return 2;
+}

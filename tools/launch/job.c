@@ -1,0 +1,314 @@
+#define _GNU_SOURCE
+#include "job.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "forward.h"
+#include "signals.h"
+#include "util.h"
+
+/* What one pollfd entry stands for. */
+enum watch_kind { W_SIGNALS, W_STDIN, W_OUT, W_ERR, W_IN };
+struct watch {
+    enum watch_kind kind;
+    int rank;
+};
+
+static struct pollfd *g_pfds;
+static struct watch *g_watch;
+
+int dcl_job_init(struct dcl_job *j, int n, bool tag)
+{
+    memset(j, 0, sizeof *j);
+    j->ranks = calloc((size_t)n, sizeof *j->ranks);
+    g_pfds = calloc(2 + 3 * (size_t)n, sizeof *g_pfds);
+    g_watch = calloc(2 + 3 * (size_t)n, sizeof *g_watch);
+    if (j->ranks == NULL || g_pfds == NULL || g_watch == NULL)
+        return -1;
+    j->n = n;
+    j->tag = tag;
+    j->stdin_open = true;
+    for (int i = 0; i < n; i++) {
+        struct dcl_rank *r = &j->ranks[i];
+        r->index = i;
+        r->pid = -1;
+        r->in_fd = r->out.fd = r->err.fd = -1;
+    }
+    return 0;
+}
+
+/* Signals every rank's process group, exited ranks included: what a rank
+ * left behind in its group belongs to the job too. */
+static void signal_groups(struct dcl_job *j, int sig)
+{
+    for (int i = 0; i < j->started; i++) {
+        if (j->ranks[i].pid <= 0)
+            continue;
+        if (kill(-j->ranks[i].pid, sig) != 0 && j->ranks[i].running)
+            (void)kill(j->ranks[i].pid, sig); /* group not formed yet */
+        if (sig == SIGTERM) /* a stopped (Ctrl-Z) rank would never see it */
+            (void)kill(-j->ranks[i].pid, SIGCONT);
+    }
+}
+
+static void begin_stop(struct dcl_job *j, int exit_code)
+{
+    if (j->stopping)
+        return;
+    j->stopping = true;
+    j->exit_code = exit_code;
+    j->kill_at = dcl_now_ms() + DCL_GRACE_MS;
+    j->stdin_open = false;
+    dcl_info("sending SIGTERM to every rank's process group");
+    signal_groups(j, SIGTERM);
+}
+
+static void kill_now(struct dcl_job *j)
+{
+    dcl_info("sending SIGKILL to every rank's process group");
+    signal_groups(j, SIGKILL);
+    j->killed = true;
+}
+
+int dcl_job_start(struct dcl_job *j, const struct dcl_launch_env *e)
+{
+    for (int i = 0; i < j->n; i++) {
+        int rc = dcl_spawn_rank(&j->ranks[i], e);
+        j->started = i + 1;
+        if (rc != 0) {
+            begin_stop(j, rc);
+            return rc;
+        }
+        dcl_info("rank %d started: pid %d", i, (int)j->ranks[i].pid);
+    }
+    return 0;
+}
+
+static bool others_running(const struct dcl_job *j, int except)
+{
+    for (int i = 0; i < j->started; i++)
+        if (i != except && j->ranks[i].running)
+            return true;
+    return false;
+}
+
+/* The one line that says which rank brought the job down, and why. */
+static int report_failure(const struct dcl_job *j, const struct dcl_rank *r)
+{
+    char what[96];
+    int code;
+    if (WIFSIGNALED(r->wstatus)) {
+        int sig = WTERMSIG(r->wstatus);
+        snprintf(what, sizeof what, "was killed by signal %d (%s)", sig, strsignal(sig));
+        code = 128 + sig;
+    } else {
+        code = WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus) : 1;
+        snprintf(what, sizeof what, "exited with status %d", code);
+    }
+    dcl_error("rank %d (pid %d on localhost) %s%s", r->index, (int)r->pid, what,
+              others_running(j, r->index) ? "; stopping the other ranks" : "");
+    return code;
+}
+
+static void on_rank_exit(struct dcl_job *j, struct dcl_rank *r)
+{
+    dcl_input_close(r); /* nobody reads its stdin any more */
+    bool ok = WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0;
+    if (ok)
+        dcl_info("rank %d (pid %d) exited normally", r->index, (int)r->pid);
+    else if (!j->stopping)
+        begin_stop(j, report_failure(j, r));
+    else
+        dcl_info("rank %d (pid %d) stopped (wait status 0x%x)", r->index, (int)r->pid,
+                 (unsigned)r->wstatus);
+}
+
+static void reap(struct dcl_job *j)
+{
+    for (int i = 0; i < j->started; i++) {
+        struct dcl_rank *r = &j->ranks[i];
+        if (!r->running)
+            continue;
+        pid_t w = waitpid(r->pid, &r->wstatus, WNOHANG);
+        if (w == 0 || (w < 0 && errno == EINTR))
+            continue;
+        r->running = false;
+        if (w < 0) /* cannot happen for our own child; count it as a failure */
+            r->wstatus = 1 << 8;
+        on_rank_exit(j, r);
+    }
+    if (!others_running(j, -1) && j->drain_until == 0) {
+        j->drain_until = dcl_now_ms() + DCL_DRAIN_MS;
+        j->stdin_open = false;
+    }
+}
+
+static void check_signals(struct dcl_job *j)
+{
+    int count;
+    int sig = dcl_signals_drain(&count);
+    if (count == j->stop_signals)
+        return;
+    j->stop_signals = count;
+    if (j->stopping) { /* a second Ctrl-C: do not wait for the grace period */
+        if (!j->killed)
+            kill_now(j);
+        return;
+    }
+    const char *name = sigabbrev_np(sig);
+    dcl_error("received SIG%s; stopping all ranks", name ? name : "?");
+    begin_stop(j, 128 + sig);
+}
+
+static bool streams_open(const struct dcl_job *j)
+{
+    for (int i = 0; i < j->started; i++)
+        if (j->ranks[i].out.fd >= 0 || j->ranks[i].err.fd >= 0)
+            return true;
+    return false;
+}
+
+/* Reading our stdin would stop us (SIGTTIN) while we are in the background. */
+static bool stdin_readable_now(const struct dcl_job *j)
+{
+    if (!j->stdin_open || j->stopping)
+        return false;
+    if (isatty(0) && tcgetpgrp(0) != getpgrp())
+        return false;
+    for (int i = 0; i < j->started; i++) {
+        const struct dcl_inq *q = &j->ranks[i].inq;
+        if (j->ranks[i].in_fd >= 0 && q->len - q->off >= DCL_INQ_MAX)
+            return false; /* a rank is not reading: do not queue without bound */
+    }
+    return true;
+}
+
+static int add_watch(int k, int fd, short events, enum watch_kind kind, int rank)
+{
+    g_pfds[k].fd = fd;
+    g_pfds[k].events = events;
+    g_pfds[k].revents = 0;
+    g_watch[k].kind = kind;
+    g_watch[k].rank = rank;
+    return k + 1;
+}
+
+static int build_watches(const struct dcl_job *j)
+{
+    int k = add_watch(0, dcl_signals_fd(), POLLIN, W_SIGNALS, -1);
+    if (stdin_readable_now(j))
+        k = add_watch(k, 0, POLLIN, W_STDIN, -1);
+    for (int i = 0; i < j->started; i++) {
+        const struct dcl_rank *r = &j->ranks[i];
+        if (r->out.fd >= 0)
+            k = add_watch(k, r->out.fd, POLLIN, W_OUT, i);
+        if (r->err.fd >= 0)
+            k = add_watch(k, r->err.fd, POLLIN, W_ERR, i);
+        if (r->in_fd >= 0 && r->inq.len > r->inq.off)
+            k = add_watch(k, r->in_fd, POLLOUT, W_IN, i);
+    }
+    return k;
+}
+
+static void read_stdin(struct dcl_job *j)
+{
+    static char buf[65536];
+    ssize_t n = read(0, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n > 0) {
+        for (int i = 0; i < j->started; i++)
+            dcl_input_push(&j->ranks[i], buf, (size_t)n);
+        return;
+    }
+    j->stdin_open = false; /* EOF (or unreadable): pass the EOF on to every rank */
+    for (int i = 0; i < j->started; i++)
+        dcl_input_flush(&j->ranks[i], true);
+}
+
+static void dispatch(struct dcl_job *j, int k)
+{
+    struct dcl_rank *r = g_watch[k].rank >= 0 ? &j->ranks[g_watch[k].rank] : NULL;
+    switch (g_watch[k].kind) {
+    case W_SIGNALS: break; /* check_signals() and reap() run every turn */
+    case W_STDIN: read_stdin(j); break;
+    case W_OUT: dcl_stream_pump(&r->out, r->index, j->tag); break;
+    case W_ERR: dcl_stream_pump(&r->err, r->index, j->tag); break;
+    case W_IN: dcl_input_flush(r, !j->stdin_open); break;
+    }
+}
+
+static int next_timeout(const struct dcl_job *j)
+{
+    int64_t now = dcl_now_ms(), t = 1000; /* also re-checks a backgrounded tty */
+    if (j->stopping && !j->killed && j->kill_at - now < t)
+        t = j->kill_at - now;
+    if (j->drain_until != 0 && j->drain_until - now < t)
+        t = j->drain_until - now;
+    return t < 0 ? 0 : (int)t;
+}
+
+static void poll_once(struct dcl_job *j)
+{
+    int k = build_watches(j);
+    int ready = poll(g_pfds, (nfds_t)k, next_timeout(j));
+    if (ready <= 0)
+        return; /* timeout, or EINTR: the loop re-checks everything */
+    for (int i = 0; i < k; i++)
+        if (g_pfds[i].revents != 0)
+            dispatch(j, i);
+}
+
+static void finish_streams(struct dcl_job *j)
+{
+    for (int i = 0; i < j->started; i++) {
+        dcl_stream_finish(&j->ranks[i].out, i, j->tag);
+        dcl_stream_finish(&j->ranks[i].err, i, j->tag);
+    }
+}
+
+int dcl_job_run(struct dcl_job *j)
+{
+    for (;;) {
+        check_signals(j);
+        reap(j);
+        int64_t now = dcl_now_ms();
+        if (j->stopping && !j->killed && now >= j->kill_at)
+            kill_now(j);
+        if (!others_running(j, -1) && (!streams_open(j) || now >= j->drain_until))
+            break;
+        poll_once(j);
+    }
+    finish_streams(j);
+    if (j->stopping && !j->killed) /* leftovers in the ranks' groups */
+        signal_groups(j, SIGKILL);
+    return j->stopping ? j->exit_code : 0;
+}
+
+void dcl_job_free(struct dcl_job *j)
+{
+    for (int i = 0; i < j->started; i++) {
+        struct dcl_rank *r = &j->ranks[i];
+        if (r->running) { /* only on an early exit path: never leave orphans */
+            (void)kill(-r->pid, SIGKILL);
+            (void)waitpid(r->pid, NULL, 0);
+            r->running = false;
+        }
+        dcl_input_close(r);
+        dcl_stream_finish(&r->out, i, j->tag);
+        dcl_stream_finish(&r->err, i, j->tag);
+    }
+    free(j->ranks);
+    free(g_pfds);
+    free(g_watch);
+    g_pfds = NULL;
+    g_watch = NULL;
+    memset(j, 0, sizeof *j);
+}

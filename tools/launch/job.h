@@ -1,0 +1,44 @@
+/* The running job: every rank, the poll loop, and stopping on failure. */
+#ifndef DCL_JOB_H
+#define DCL_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rank.h"
+#include "spawn.h"
+
+/* How long ranks get between SIGTERM and SIGKILL. */
+#define DCL_GRACE_MS 2000
+/* How long we keep forwarding output after the last rank exited (pipes held
+ * open by the ranks' leftover children must not keep us waiting). */
+#define DCL_DRAIN_MS 2000
+
+struct dcl_job {
+    struct dcl_rank *ranks;
+    int n;            /* ranks allocated */
+    int started;      /* ranks forked so far */
+    bool tag;
+    bool stdin_open;  /* still reading our own stdin */
+    bool stopping;    /* SIGTERM sent; ranks that exit now are not failures */
+    bool killed;      /* SIGKILL sent */
+    int exit_code;
+    int stop_signals; /* SIGINT/SIGTERM/SIGHUP seen, to escalate on a second one */
+    int64_t kill_at;
+    int64_t drain_until; /* 0 until every rank has exited */
+};
+
+/* Allocates n ranks. Returns 0 or -1 (no memory). */
+int dcl_job_init(struct dcl_job *j, int n, bool tag);
+
+/* Starts every rank. Returns 0, or the exit status after a rank could not be
+ * started (the ones already running have been stopped). */
+int dcl_job_start(struct dcl_job *j, const struct dcl_launch_env *e);
+
+/* Runs until every rank has exited; returns the launcher's exit status. */
+int dcl_job_run(struct dcl_job *j);
+
+/* Stops whatever still runs (SIGTERM, grace period, SIGKILL), then frees. */
+void dcl_job_free(struct dcl_job *j);
+
+#endif

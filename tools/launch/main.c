@@ -1,0 +1,146 @@
+/* distcomm-launch: starts N local ranks of a distributed program with the
+ * ring backend's configuration, the C counterpart of `mlx.launch -n N`. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hostfile.h"
+#include "job.h"
+#include "options.h"
+#include "ports.h"
+#include "signals.h"
+#include "spawn.h"
+#include "util.h"
+
+/* Our pipes must never land on fds 0-2: a rank would get the wrong stdio. */
+static void ensure_std_fds(void)
+{
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0) {
+            int nul = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            if (nul >= 0 && nul != fd)
+                close(nul); /* cannot happen: open takes the lowest free fd */
+        }
+}
+
+/* Each rank costs us three fds; large -n must not die on the soft limit. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* mlx.launch runs a script file with python; do the same for a .py file that
+ * cannot be executed itself. Returns argv, or a new vector owned by the caller. */
+static char **resolve_command(char **argv, char ***owned)
+{
+    const char *cmd = argv[0];
+    size_t len = strlen(cmd);
+    struct stat st;
+    *owned = NULL;
+    if (len < 3 || strcmp(cmd + len - 3, ".py") != 0 || access(cmd, X_OK) == 0 ||
+        stat(cmd, &st) != 0 || !S_ISREG(st.st_mode))
+        return argv;
+    size_t n = 0;
+    while (argv[n] != NULL)
+        n++;
+    char **v = calloc(n + 2, sizeof *v);
+    if (v == NULL)
+        return argv;
+    v[0] = (char *)"python3";
+    memcpy(v + 1, argv, (n + 1) * sizeof *v);
+    *owned = v;
+    return v;
+}
+
+static void log_plan(const struct dcl_launch_env *e)
+{
+    if (!dcl_verbose)
+        return;
+    FILE *f = fopen(e->hostfile, "r");
+    char json[4096] = "";
+    if (f != NULL) {
+        size_t n = fread(json, 1, sizeof json - 1, f);
+        json[n] = '\0';
+        json[strcspn(json, "\n")] = '\0';
+        fclose(f);
+    }
+    dcl_info("hostfile %s: %s", e->hostfile, json);
+    dcl_info("job id %s, %ld ranks, backend %s", e->job_id, e->opts->nranks,
+             e->opts->backend);
+    char cmd[2048] = "";
+    size_t used = 0;
+    for (char **a = e->argv; *a != NULL && used < sizeof cmd - 1; a++)
+        used += (size_t)snprintf(cmd + used, sizeof cmd - used, "%s%s", a == e->argv ? "" : " ", *a);
+    dcl_info("running: %s", cmd);
+}
+
+/* Everything between parsing and running: ports, hostfile, ids. */
+static int prepare(const struct dcl_options *o, struct dcl_ports *ports,
+                   struct dcl_launch_env *e, char *job_id, char *token)
+{
+    size_t count = (size_t)(o->nranks * o->conns_per_ip);
+    if (dcl_reserve_ports(o->starting_port, count, ports) != 0)
+        return 1;
+    e->hostfile = dcl_write_hostfile(ports, o->nranks, o->conns_per_ip);
+    if (e->hostfile == NULL)
+        return 1;
+    if (dcl_random_hex(job_id, 17, 8) != 0 || dcl_random_hex(token, 33, 16) != 0)
+        return 1;
+    e->job_id = job_id;
+    e->job_token = token;
+    e->launcher_pid = getpid();
+    return 0;
+}
+
+static int launch(const struct dcl_options *o)
+{
+    struct dcl_ports ports = {0};
+    struct dcl_job job;
+    char job_id[17], token[33];
+    char **owned;
+    struct dcl_launch_env e = {.opts = o, .argv = resolve_command(o->command, &owned)};
+    int rc = prepare(o, &ports, &e, job_id, token);
+    if (rc == 0 && dcl_job_init(&job, (int)o->nranks, o->tag_output) != 0) {
+        dcl_error("out of memory");
+        rc = 1;
+    } else if (rc == 0) {
+        log_plan(&e);
+        dcl_release_ports(&ports); /* the ranks bind these ports themselves */
+        rc = dcl_job_start(&job, &e);
+        int run_rc = dcl_job_run(&job); /* after a failed start: stops the rest */
+        rc = rc != 0 ? rc : run_rc;
+        dcl_job_free(&job);
+    }
+    dcl_remove_hostfile();
+    dcl_ports_free(&ports);
+    free(owned);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    ensure_std_fds();
+    struct dcl_options opts;
+    enum dcl_parse_result pr = dcl_parse_options(argc, argv, &opts);
+    if (pr != DCL_PARSE_RUN) {
+        dcl_options_free(&opts);
+        return pr == DCL_PARSE_HELP ? 0 : 2;
+    }
+    raise_fd_limit();
+    if (dcl_signals_install() != 0) {
+        dcl_error("cannot install signal handlers");
+        return 1;
+    }
+    int rc = launch(&opts);
+    dcl_options_free(&opts);
+    return rc;
+}

@@ -1,0 +1,249 @@
+/* Our own small parser instead of getopt_long: the command's own options
+ * must never be taken for ours, and every error must be one clear line. */
+#define _GNU_SOURCE
+#include "options.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+enum opt_id {
+    OPT_N, OPT_BACKEND, OPT_ENV, OPT_PORT, OPT_CONNS, OPT_CWD, OPT_VERBOSE,
+    OPT_TAG, OPT_HELP, OPT_HOSTS, OPT_HOSTFILE, OPT_NO_VERIFY, OPT_MPI_ARG,
+};
+
+struct opt_def {
+    const char *name;  /* long name without "--" */
+    char short_name;   /* 0 when there is none */
+    bool has_value;
+    enum opt_id id;
+};
+
+static const struct opt_def OPTS[] = {
+    {"repeat-hosts", 'n', true, OPT_N},
+    {"backend", 0, true, OPT_BACKEND},
+    {"env", 0, true, OPT_ENV},
+    {"starting-port", 'p', true, OPT_PORT},
+    {"connections-per-ip", 0, true, OPT_CONNS},
+    {"cwd", 0, true, OPT_CWD},
+    {"verbose", 0, false, OPT_VERBOSE},
+    {"tag-output", 0, false, OPT_TAG},
+    {"help", 'h', false, OPT_HELP},
+    {"hosts", 0, true, OPT_HOSTS},
+    {"hostfile", 0, true, OPT_HOSTFILE},
+    {"no-verify-script", 0, false, OPT_NO_VERIFY},
+    {"mpi-arg", 0, true, OPT_MPI_ARG},
+};
+#define N_OPTS (sizeof OPTS / sizeof OPTS[0])
+
+static void print_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: " DCL_PROG " [options] [--] command [args...]\n"
+        "\n"
+        "Starts N ranks of a distributed program on this machine (like mlx.launch -n N),\n"
+        "gives each the ring backend's configuration (MLX_RANK, MLX_HOSTFILE,\n"
+        "MLX_WORLD_SIZE, DISTCOMM_JOB_ID), forwards their output, broadcasts stdin to\n"
+        "all of them and stops the whole job as soon as one rank fails.\n"
+        "\n"
+        "options:\n"
+        "  -n, --repeat-hosts N      number of local ranks (default 1)\n"
+        "  --backend NAME            ring (default); mesh, mpi and nccl are not supported yet\n"
+        "  --env K=V                 set K=V in every rank (repeatable)\n"
+        "  -p, --starting-port P     rank r's i-th address is 127.0.0.1:P+r*K+i\n"
+        "                            (default: free ports chosen for this job)\n"
+        "  --connections-per-ip K    addresses (parallel connections) per rank (default 1)\n"
+        "  --cwd DIR                 run the ranks in DIR\n"
+        "  --tag-output              prefix every output line with \"[rank] \"\n"
+        "  --verbose                 log what the launcher does; sets MLX_RING_VERBOSE=1\n"
+        "  --no-verify-script        accepted for mlx.launch compatibility (no effect)\n"
+        "  --hosts, --hostfile       remote hosts: not supported yet\n"
+        "  --mpi-arg ARG             accepted for mlx.launch compatibility (mpi only)\n"
+        "  -h, --help                show this help\n"
+        "\n"
+        "A command ending in .py that is not executable is run with python3.\n"
+        "Exit status: 0 when every rank succeeds; otherwise the failing rank's status\n"
+        "(128+signal when it was killed); 130/143 on SIGINT/SIGTERM; 2 on bad usage.\n");
+}
+
+static enum dcl_parse_result bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints the one-line error and the hint; the caller exits with status 2. */
+static enum dcl_parse_result bad(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    dcl_error("%s", msg);
+    fprintf(stderr, "Try '" DCL_PROG " --help' for more information.\n");
+    return DCL_PARSE_BAD;
+}
+
+static bool valid_env_name(const char *kv, const char *eq)
+{
+    if (eq == kv || (kv[0] >= '0' && kv[0] <= '9'))
+        return false;
+    for (const char *c = kv; c < eq; c++) {
+        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '_';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static enum dcl_parse_result set_backend(struct dcl_options *o, const char *v)
+{
+    static const char *const later[] = {"mesh", "jaccl", "mpi", "nccl"};
+    if (strcmp(v, "ring") == 0) {
+        o->backend = v;
+        return DCL_PARSE_RUN;
+    }
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+        if (strcmp(v, later[i]) == 0)
+            return bad("--backend %s is not supported yet (only ring)", v);
+    return bad("unknown backend '%s' (expected ring, mesh, mpi or nccl)", v);
+}
+
+static enum dcl_parse_result add_env(struct dcl_options *o, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    if (eq == NULL)
+        return bad("--env '%s' is not of the form K=V", v);
+    if (!valid_env_name(v, eq))
+        return bad("--env '%s': the name must be letters, digits and '_'", v);
+    const char **grown = realloc(o->envs, (o->n_envs + 1) * sizeof *grown);
+    if (grown == NULL)
+        return bad("out of memory");
+    o->envs = grown;
+    o->envs[o->n_envs++] = v;
+    return DCL_PARSE_RUN;
+}
+
+static enum dcl_parse_result number(const char *flag, const char *v, long lo, long hi,
+                                    long *out)
+{
+    if (dcl_parse_long(v, lo, hi, out) == 0)
+        return DCL_PARSE_RUN;
+    return bad("%s: '%s' is not an integer from %ld to %ld", flag, v, lo, hi);
+}
+
+static enum dcl_parse_result apply(struct dcl_options *o, const struct opt_def *d,
+                                   const char *v)
+{
+    switch (d->id) {
+    case OPT_N: return number("-n", v, 1, DCL_MAX_RANKS, &o->nranks);
+    case OPT_BACKEND: return set_backend(o, v);
+    case OPT_ENV: return add_env(o, v);
+    case OPT_PORT: return number("--starting-port", v, 1, 65535, &o->starting_port);
+    case OPT_CONNS: return number("--connections-per-ip", v, 1, 64, &o->conns_per_ip);
+    case OPT_CWD: o->cwd = v; return DCL_PARSE_RUN;
+    case OPT_VERBOSE: o->verbose = true; return DCL_PARSE_RUN;
+    case OPT_TAG: o->tag_output = true; return DCL_PARSE_RUN;
+    case OPT_HELP: print_usage(stdout); return DCL_PARSE_HELP;
+    case OPT_HOSTS:
+    case OPT_HOSTFILE:
+        return bad("--%s is not supported yet (only local ranks, -n N)", d->name);
+    case OPT_NO_VERIFY:
+    case OPT_MPI_ARG: return DCL_PARSE_RUN; /* meaningful only for remote/mpi */
+    }
+    return DCL_PARSE_BAD;
+}
+
+static const struct opt_def *find_long(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_OPTS; i++)
+        if (strlen(OPTS[i].name) == len && strncmp(OPTS[i].name, name, len) == 0)
+            return &OPTS[i];
+    return NULL;
+}
+
+static const struct opt_def *find_short(char c)
+{
+    for (size_t i = 0; i < N_OPTS; i++)
+        if (OPTS[i].short_name == c)
+            return &OPTS[i];
+    return NULL;
+}
+
+/* Handles argv[*i] (an option); advances *i past a separate value. */
+static enum dcl_parse_result parse_one(struct dcl_options *o, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i];
+    const struct opt_def *d;
+    const char *inline_val = NULL;
+    if (arg[1] == '-') {
+        const char *eq = strchr(arg + 2, '=');
+        size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+        d = find_long(arg + 2, len);
+        inline_val = eq ? eq + 1 : NULL;
+        if (d != NULL && !d->has_value && eq != NULL)
+            return bad("option '--%s' takes no value", d->name);
+    } else {
+        d = find_short(arg[1]);
+        if (d != NULL && arg[2] != '\0')
+            inline_val = d->has_value ? arg + 2 : NULL;
+        if (d != NULL && arg[2] != '\0' && !d->has_value)
+            d = NULL;
+    }
+    if (d == NULL)
+        return bad("unknown option '%s'", arg);
+    if (!d->has_value)
+        return apply(o, d, NULL);
+    if (inline_val == NULL) {
+        if (*i + 1 >= argc)
+            return bad("option '%s' needs a value", arg);
+        inline_val = argv[++*i];
+    }
+    return apply(o, d, inline_val);
+}
+
+static enum dcl_parse_result check_ports(const struct dcl_options *o)
+{
+    long count = o->nranks * o->conns_per_ip;
+    if (o->starting_port != 0 && o->starting_port + count - 1 > 65535) {
+        return bad("--starting-port %ld: the last port would be %ld (> 65535)",
+                   o->starting_port, o->starting_port + count - 1);
+    }
+    if (count > 16384)
+        return bad("-n times --connections-per-ip is too large (at most 16384 ports)");
+    return DCL_PARSE_RUN;
+}
+
+enum dcl_parse_result dcl_parse_options(int argc, char **argv, struct dcl_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->nranks = 1;
+    o->backend = "ring";
+    o->conns_per_ip = 1;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (arg[0] != '-' || arg[1] == '\0')
+            break; /* the command starts here */
+        enum dcl_parse_result r = parse_one(o, argc, argv, &i);
+        if (r != DCL_PARSE_RUN)
+            return r;
+    }
+    if (i >= argc)
+        return bad("no command given (usage: " DCL_PROG " [options] -- command ...)");
+    o->command = argv + i;
+    dcl_verbose = o->verbose;
+    return check_ports(o);
+}
+
+void dcl_options_free(struct dcl_options *o)
+{
+    free(o->envs);
+    o->envs = NULL;
+    o->n_envs = 0;
+}

@@ -1,0 +1,33 @@
+/* Command-line options of distcomm-launch (the local part of mlx.launch). */
+#ifndef DCL_OPTIONS_H
+#define DCL_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DCL_MAX_RANKS 4096
+
+struct dcl_options {
+    long nranks;          /* -n / --repeat-hosts */
+    const char *backend;  /* only "ring" is launched for now */
+    const char **envs;    /* "K=V" strings from --env, pointing into argv */
+    size_t n_envs;
+    long starting_port;   /* 0: pick free ports */
+    long conns_per_ip;    /* addresses (= parallel connections) per rank */
+    const char *cwd;      /* --cwd, or NULL to stay where we are */
+    bool verbose;
+    bool tag_output;
+    char **command;       /* NULL-terminated, points into argv */
+};
+
+/* What the caller should do after parsing. */
+enum dcl_parse_result {
+    DCL_PARSE_RUN,      /* options are valid: launch */
+    DCL_PARSE_HELP,     /* --help was printed: exit 0 */
+    DCL_PARSE_BAD,      /* an error and a hint were printed: exit 2 */
+};
+
+enum dcl_parse_result dcl_parse_options(int argc, char **argv, struct dcl_options *o);
+void dcl_options_free(struct dcl_options *o);
+
+#endif

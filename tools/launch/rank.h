@@ -1,0 +1,34 @@
+/* One local rank as the launcher sees it: its process and its three pipes. */
+#ifndef DCL_RANK_H
+#define DCL_RANK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* A rank's stdout or stderr on its way to ours, kept whole line by line. */
+struct dcl_stream {
+    int fd;         /* our read end (non-blocking), -1 after EOF */
+    int out_fd;     /* 1 or 2: where its lines go */
+    char *buf;      /* bytes of the line being read */
+    size_t len;
+    bool mid_line;  /* the last write ended inside a line (a forced flush) */
+};
+
+/* Bytes of our stdin not yet written to one rank. */
+struct dcl_inq {
+    char *buf;
+    size_t off, len, cap; /* pending bytes are buf[off .. len) */
+};
+
+struct dcl_rank {
+    int index;
+    pid_t pid;        /* also its process group id */
+    bool running;     /* not reaped yet */
+    int wstatus;      /* from waitpid once reaped */
+    int in_fd;        /* write end of its stdin (non-blocking), -1 when closed */
+    struct dcl_inq inq;
+    struct dcl_stream out, err;
+};
+
+#endif
