@@ -8,6 +8,7 @@
 #                    as Release and built when missing or out of date)
 #   PEERS=path       run-peers.sh (default <repo>/../shared/bench/peers/run-peers.sh)
 #   PEERS_BUILD=dir  passed on to run-peers.sh (reuse its compiled peers)
+#   LAUNCH=path      a distcomm-launch to use instead of the build's
 #   PEER_LIST="ompi-tcp mpich-tcp gloo"   peers to run
 #   RUNS=5           timed runs per size for every side (median reported)
 #   SKIP_PEERS=1     reuse RESULTS_DIR/peers.txt from an earlier run
@@ -32,7 +33,10 @@ build_distcomm() {
   if [ ! -f "$build/CMakeCache.txt" ]; then
     cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null || die "cmake configure failed"
   fi
-  cmake --build "$build" -j "$(nproc)" --target distcomm-perf distcomm-launch >/dev/null \
+  local targets="distcomm-perf"
+  [ -n "${LAUNCH:-}" ] || targets="$targets distcomm-launch"
+  # shellcheck disable=SC2086 # targets is a word list on purpose
+  cmake --build "$build" -j "$(nproc)" --target $targets >/dev/null \
     || die "build failed (cmake --build $build)"
 }
 
@@ -48,7 +52,7 @@ find_exe() {
 # exists; the launcher passes the environment on to local ranks.
 run_distcomm() {
   local launch perf
-  launch=$(find_exe distcomm-launch)
+  launch=${LAUNCH:-$(find_exe distcomm-launch)}
   perf=$(find_exe distcomm-perf)
   echo "# distcomm: $launch -n 2 -- $perf (DISTCOMM_SHM=0)" >&2
   DISTCOMM_SHM=0 "$launch" -n 2 -- "$perf" --peers-format -c 1 -R "$runs" -l "$sizes" \

@@ -22,7 +22,19 @@ typedef struct dc_xfer {
   int reduce;   /* receive only: buf = buf op incoming */
   void *buf;
   size_t len;   /* bytes */
+  /* reduce only: when set, buf = src op incoming (src is this rank's own
+   * contribution at the same offsets), so out of place needs no copy */
+  const void *src;
 } dc_xfer;
+
+static inline dc_xfer dc_xsend(int peer, int lane, const void *buf,
+                               size_t len) {
+  return (dc_xfer){.peer = peer, .lane = lane, .is_send = 1,
+                   .buf = (void *)buf, .len = len};
+}
+static inline dc_xfer dc_xrecv(int peer, int lane, void *buf, size_t len) {
+  return (dc_xfer){.peer = peer, .lane = lane, .buf = buf, .len = len};
+}
 
 typedef struct dc_comm dc_comm;
 struct dc_comm {
@@ -51,7 +63,7 @@ dc_status dc_algo_barrier(dc_comm *c);
 
 /* Ring (bandwidth-optimal, pipelined, both directions) and direct
  * (latency-optimal: everyone exchanges with everyone in one batch). */
-dc_status dc_ring_all_reduce(dc_comm *c, void *buf);
+dc_status dc_ring_all_reduce(dc_comm *c, const void *send, void *recv);
 dc_status dc_ring_all_gather(dc_comm *c, void *recv);
 dc_status dc_ring_reduce_scatter(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_all_reduce(dc_comm *c, const void *send, void *recv);

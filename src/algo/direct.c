@@ -23,8 +23,8 @@ static dc_status exchange(dc_comm *c, size_t len, pick_send ps, pick_recv pr,
   /* Start with the next rank and go round, so ranks do not all hit rank 0. */
   for (int i = 1; i < c->size; i++) {
     int to = (c->rank + i) % c->size, from = (c->rank - i + c->size) % c->size;
-    x[k++] = (dc_xfer){to, 0, 1, 0, (void *)ps(ctx, to), len};
-    x[k++] = (dc_xfer){from, 0, 0, 0, pr(ctx, from), len};
+    x[k++] = dc_xsend(to, 0, ps(ctx, to), len);
+    x[k++] = dc_xrecv(from, 0, pr(ctx, from), len);
   }
   dc_status st = c->run(c, x, k);
   if (x != local)

@@ -63,23 +63,29 @@ static dc_xfer xfer(const ring *R, int peer, int p, int is_send, int reduce,
                    .len = r.len * R->es};
 }
 
-/* One micro-step of a phase over every part: send segment (r + d*s + so),
- * receive segment (r + d*s + ro), d the part's direction sign. */
-static dc_status ring_step(ring *R, void *buf, int s, int j, int so, int ro,
-                           int reduce) {
+/* One micro-step of a phase over every part: send segment (r + d*s + so)
+ * from out, receive segment (r + d*s + ro) into buf, d the part's direction
+ * sign. With own set, the receive reduces: buf = own op incoming. */
+static dc_status ring_step(ring *R, const void *out, void *buf,
+                           const void *own, int s, int j, int so, int ro) {
   dc_xfer x[2 * MAX_PARTS];
   int n = R->c->size, r = R->c->rank;
   for (int p = 0; p < R->parts; p++) {
     int d = sign_of(R, p);
     int sq = dc_mod(r + d * (s + so), n), rq = dc_mod(r + d * (s + ro), n);
-    x[2 * p] = xfer(R, next_of(R, p), p, 1, 0, buf, chunk_of(R, p, n, sq, j));
-    x[2 * p + 1] =
-        xfer(R, prev_of(R, p), p, 0, reduce, buf, chunk_of(R, p, n, rq, j));
+    dc_range sr = chunk_of(R, p, n, sq, j), rr = chunk_of(R, p, n, rq, j);
+    x[2 * p] = xfer(R, next_of(R, p), p, 1, 0, (void *)out, sr);
+    x[2 * p + 1] = xfer(R, prev_of(R, p), p, 0, own != NULL, buf, rr);
+    if (own)
+      x[2 * p + 1].src = (const char *)own + rr.off * R->es;
   }
   return R->c->run(R->c, x, 2 * R->parts);
 }
 
-dc_status dc_ring_all_reduce(dc_comm *c, void *buf) {
+/* Out of place, the first step sends from send and every receive reduces
+ * send's values with the incoming ones into recv; segments never received
+ * in the reduce-scatter are overwritten by the all-gather. */
+dc_status dc_ring_all_reduce(dc_comm *c, const void *send, void *recv) {
   ring R;
   ring_init(&R, c, c->count, c->count / (size_t)c->size);
   int n = c->size;
@@ -87,11 +93,11 @@ dc_status dc_ring_all_reduce(dc_comm *c, void *buf) {
   /* reduce-scatter: afterwards this rank holds segment r+1 (clockwise) */
   for (int s = 0; s < n - 1 && st == DC_OK; s++)
     for (int j = 0; j < R.chunks && st == DC_OK; j++)
-      st = ring_step(&R, buf, s, j, 0, 1, 1);
+      st = ring_step(&R, s == 0 ? send : recv, recv, send, s, j, 0, 1);
   /* all-gather of the reduced segments */
   for (int s = 0; s < n - 1 && st == DC_OK; s++)
     for (int j = 0; j < R.chunks && st == DC_OK; j++)
-      st = ring_step(&R, buf, s, j, -1, 0, 0);
+      st = ring_step(&R, recv, recv, NULL, s, j, -1, 0);
   return st;
 }
 
@@ -162,9 +168,11 @@ static dc_status rs_step(rs_state *S, int s, int j) {
         ? S->send + (a.off + (size_t)dc_mod(c->rank + d, n) * c->count) * R->es
         : S->stage[p][(s - 1) & 1];
     char *in = rs_landing(S, s, p, a);
-    memmove(in, own, bytes); /* our contribution; the peer's is reduced in */
-    x[2 * p] = (dc_xfer){next_of(R, p), p % c->lanes, 1, 0, (void *)out, bytes};
-    x[2 * p + 1] = (dc_xfer){prev_of(R, p), p % c->lanes, 0, 1, in, bytes};
+    x[2 * p] = dc_xsend(next_of(R, p), p % c->lanes, out, bytes);
+    /* in = own contribution op the peer's partial */
+    x[2 * p + 1] = dc_xrecv(prev_of(R, p), p % c->lanes, in, bytes);
+    x[2 * p + 1].reduce = 1;
+    x[2 * p + 1].src = own;
   }
   return c->run(c, x, 2 * R->parts);
 }

@@ -9,9 +9,7 @@
 dc_status dc_algo_all_reduce(dc_comm *c, const void *send, void *recv) {
   if (c->total_bytes <= DC_DIRECT_MAX_BYTES || c->count < (size_t)c->size)
     return dc_direct_all_reduce(c, send, recv);
-  if (send != recv)
-    memcpy(recv, send, c->total_bytes);
-  return dc_ring_all_reduce(c, recv);
+  return dc_ring_all_reduce(c, send, recv);
 }
 
 dc_status dc_algo_all_gather(dc_comm *c, const void *send, void *recv) {
@@ -37,9 +35,9 @@ dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root) {
     return DC_ERR_NOMEM;
   int k = 0;
   for (int i = 1; c->rank == root && i < c->size; i++)
-    x[k++] = (dc_xfer){(root + i) % c->size, 0, 1, 0, buf, c->total_bytes};
+    x[k++] = dc_xsend((root + i) % c->size, 0, buf, c->total_bytes);
   if (c->rank != root)
-    x[k++] = (dc_xfer){root, 0, 0, 0, buf, c->total_bytes};
+    x[k++] = dc_xrecv(root, 0, buf, c->total_bytes);
   dc_status st = c->run(c, x, k);
   if (x != local)
     free(x);

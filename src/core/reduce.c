@@ -8,10 +8,10 @@
  *     multi-versioning (target_clones): an x86-64-v3 (AVX2) clone and a
  *     baseline (SSE2) clone, chosen once by the loader (ifunc). The library
  *     therefore runs on any x86-64 and uses AVX2 where present.
- *   - float16/bfloat16 are widened to float32 a block at a time, reduced with
- *     the float32 loops and rounded back (nearest even). float16 uses F16C
- *     (vcvtph2ps / vcvtps2ph) when the CPU has it, else a branch-free
- *     software conversion that also vectorises.
+ *   - float16/bfloat16 elements are widened to float32, reduced and rounded
+ *     back (nearest even) in one pass. float16 uses F16C (vcvtph2ps /
+ *     vcvtps2ph) when the CPU has it, else a branch-free software conversion
+ *     that also vectorises; bfloat16 only needs shifts and an add.
  *   - Every op gives the same bits whichever operand comes first, so all
  *     ranks agree: sum/prod are IEEE-commutative; max/min are written on the
  *     bit patterns (NaN wins, -0 < +0); FMA contraction is switched off
@@ -40,8 +40,8 @@
 #if defined(DC_X86) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define DC_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#define DC_F16C_TARGET __attribute__((target("avx2,f16c")))
-#define DC_HAVE_F16C_PATH 1
+#define DC_AVX2_TARGET __attribute__((target("avx2,f16c")))
+#define DC_HAVE_AVX2_PATH 1
 #endif
 #endif
 #ifndef DC_CLONES
@@ -62,9 +62,9 @@ typedef int64_t i64_l DC_LOOSE;
 typedef float f32_l DC_LOOSE;
 typedef double f64_l DC_LOOSE;
 
-/* Elements per block when widening float16/bfloat16 or copying an aliased
- * operand: small enough for the stack and L1, large enough to amortise. */
-#define DC_BLOCK 512
+/* Bytes per block when copying an aliased operand (inout == in): small
+ * enough for the stack and L1, large enough to amortise the calls. */
+#define DC_SELF_BLOCK 4096
 
 /* ---- scalar bit helpers ------------------------------------------------ */
 
@@ -248,19 +248,13 @@ DC_CLONES static void reduce_bool(void *a, const void *b, size_t n,
     and_bool(a, b, n);
 }
 
-/* Shared by float32 and the widened float16/bfloat16 blocks. */
-static inline void f32_op(f32_l *__restrict a, const f32_l *__restrict b,
-                          size_t n, dc_op op) {
+DC_CLONES static void reduce_f32(void *a, const void *b, size_t n, dc_op op) {
   switch (op) {
   case DC_SUM: sum_f32(a, b, n); break;
   case DC_PROD: prod_f32(a, b, n); break;
   case DC_MAX: maxl_f32(a, b, n); break;
   default: minl_f32(a, b, n); break;
   }
-}
-
-DC_CLONES static void reduce_f32(void *a, const void *b, size_t n, dc_op op) {
-  f32_op(a, b, n, op);
 }
 
 DC_CLONES static void reduce_f64(void *a, const void *b, size_t n, dc_op op) {
@@ -280,114 +274,168 @@ DC_CLONES static void reduce_c64(void *a, const void *b, size_t n, dc_op op) {
     sum_f32(a, b, 2 * n);
 }
 
-/* ---- float16 / bfloat16: widen a block, reduce in float32, round back --- */
+/* ---- float16 / bfloat16: widen, reduce in float32, round back --------- */
 
-#define DC_WIDEN_LOOP(name, CONV)                                             \
-  static inline void name(float *__restrict d, const u16_l *__restrict s,     \
-                          size_t n) {                                         \
-    for (size_t i = 0; i < n; i++)                                            \
-      d[i] = CONV(s[i]);                                                      \
-  }
-#define DC_NARROW_LOOP(name, CONV)                                            \
-  static inline void name(u16_l *__restrict d, const float *__restrict s,     \
-                          size_t n) {                                         \
-    for (size_t i = 0; i < n; i++)                                            \
-      d[i] = CONV(s[i]);                                                      \
-  }
-DC_WIDEN_LOOP(widen_half_soft, half_to_float_soft)
-DC_NARROW_LOOP(narrow_half_soft, float_to_half_soft)
-DC_WIDEN_LOOP(widen_bf16, bf16_to_float_soft)
-DC_NARROW_LOOP(narrow_bf16, float_to_bf16_soft)
-
-/* The block loop, shared by the three conversion flavours. */
-#define DC_LOWP_BODY(WIDEN, NARROW)                                           \
-  do {                                                                        \
-    u16_l *a16 = a;                                                           \
-    const u16_l *b16 = b;                                                     \
-    float fa[DC_BLOCK], fb[DC_BLOCK];                                         \
-    for (size_t i = 0; i < n; i += DC_BLOCK) {                                \
-      size_t m = n - i < DC_BLOCK ? n - i : DC_BLOCK;                         \
-      WIDEN(fa, a16 + i, m);                                                  \
-      WIDEN(fb, b16 + i, m);                                                  \
-      f32_op(fa, fb, m, op);                                                  \
-      NARROW(a16 + i, fa, m);                                                 \
+/* One pass, no temporaries: a[i] = narrow(widen(a[i]) op widen(b[i])). */
+#define DC_LOWP_LOOPS(P, WIDEN, NARROW)                                       \
+  DC_LOOP(sum_##P, u16_l, NARROW(WIDEN(x) + WIDEN(y)))                        \
+  DC_LOOP(prod_##P, u16_l, NARROW(WIDEN(x) * WIDEN(y)))                       \
+  DC_LOOP(max_##P, u16_l, NARROW(max_f32(WIDEN(x), WIDEN(y))))                \
+  DC_LOOP(min_##P, u16_l, NARROW(min_f32(WIDEN(x), WIDEN(y))))                \
+  static inline void reduce_fused_##P(void *a, const void *b, size_t n,       \
+                                      dc_op op) {                             \
+    switch (op) {                                                             \
+    case DC_SUM: sum_##P(a, b, n); break;                                     \
+    case DC_PROD: prod_##P(a, b, n); break;                                   \
+    case DC_MAX: max_##P(a, b, n); break;                                     \
+    default: min_##P(a, b, n); break;                                         \
     }                                                                         \
-  } while (0)
+  }
+DC_LOWP_LOOPS(bf16, bf16_to_float_soft, float_to_bf16_soft)
+DC_LOWP_LOOPS(hsoft, half_to_float_soft, float_to_half_soft)
 
-DC_CLONES static void reduce_bf16(void *a, const void *b, size_t n,
-                                  dc_op op) {
-  DC_LOWP_BODY(widen_bf16, narrow_bf16);
+/* Portable paths: all CPUs without AVX2+F16C, and every non-x86 CPU. */
+DC_CLONES static void reduce_bf16_soft(void *a, const void *b, size_t n,
+                                       dc_op op) {
+  reduce_fused_bf16(a, b, n, op);
 }
 
-/* Software float16, for CPUs without F16C (and non-x86). */
-static void reduce_half_soft(void *a, const void *b, size_t n, dc_op op) {
-  DC_LOWP_BODY(widen_half_soft, narrow_half_soft);
+DC_CLONES static void reduce_half_soft(void *a, const void *b, size_t n,
+                                       dc_op op) {
+  reduce_fused_hsoft(a, b, n, op);
 }
 
-#ifdef DC_HAVE_F16C_PATH
-/* F16C: 8 conversions per instruction. vcvtps2ph immediate 0 = round to
- * nearest even regardless of MXCSR. The tail goes through a padded vector. */
-DC_F16C_TARGET static inline void widen_half_f16c(float *__restrict d,
-                                                  const u16_l *__restrict s,
-                                                  size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(d + i,
-                     _mm256_cvtph_ps(_mm_loadu_si128((const void *)(s + i))));
-  if (i < n) {
-    uint16_t t[8] = {0};
-    float f[8];
-    memcpy(t, (const void *)(s + i), (n - i) * sizeof t[0]);
-    _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128((const void *)t)));
-    memcpy(d + i, f, (n - i) * sizeof f[0]);
+#ifdef DC_HAVE_AVX2_PATH
+/* AVX2 + F16C: 8 elements per step, widened, reduced and narrowed in
+ * registers. Hand-written because GCC 12 does not vectorise _Float16
+ * conversions and its bfloat16 code is about twice as long as this.
+ * max/min repeat max_f32/min_f32 on vectors (same bits, see DC_FMAXMIN). */
+DC_AVX2_TARGET static inline __m256 v8_maxmin(__m256 x, __m256 y,
+                                              int is_max) {
+  __m256 gt = _mm256_cmp_ps(x, y, _CMP_GT_OQ);
+  __m256 lt = _mm256_cmp_ps(x, y, _CMP_LT_OQ);
+  __m256 eq = _mm256_cmp_ps(x, y, _CMP_EQ_OQ);
+  __m256 nx = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  __m256 ny = _mm256_cmp_ps(y, y, _CMP_UNORD_Q);
+  __m256 tie = is_max ? _mm256_and_ps(x, y) : _mm256_or_ps(x, y);
+  __m256 rx = _mm256_and_ps(_mm256_or_ps(is_max ? gt : lt, nx), x);
+  __m256 ry = _mm256_and_ps(_mm256_or_ps(is_max ? lt : gt, ny), y);
+  return _mm256_or_ps(_mm256_or_ps(rx, ry), _mm256_and_ps(eq, tie));
+}
+
+DC_AVX2_TARGET static inline __m256 v8_op(__m256 x, __m256 y, dc_op op) {
+  switch (op) {
+  case DC_SUM: return _mm256_add_ps(x, y);
+  case DC_PROD: return _mm256_mul_ps(x, y);
+  case DC_MAX: return v8_maxmin(x, y, 1);
+  default: return v8_maxmin(x, y, 0);
   }
 }
 
-DC_F16C_TARGET static inline void narrow_half_f16c(u16_l *__restrict d,
-                                                   const float *__restrict s,
-                                                   size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128((void *)(d + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(s + i), 0));
-  if (i < n) {
-    float f[8] = {0};
-    uint16_t t[8];
-    memcpy(f, s + i, (n - i) * sizeof f[0]);
-    _mm_storeu_si128((void *)t, _mm256_cvtps_ph(_mm256_loadu_ps(f), 0));
-    memcpy((void *)(d + i), t, (n - i) * sizeof t[0]);
+/* vcvtps2ph immediate 0: round to nearest even whatever MXCSR says. */
+DC_AVX2_TARGET static inline __m256 widen_half8(__m128i h) {
+  return _mm256_cvtph_ps(h);
+}
+DC_AVX2_TARGET static inline __m128i narrow_half8(__m256 f) {
+  return _mm256_cvtps_ph(f, 0);
+}
+
+/* The same bits as bf16_to_float_soft / float_to_bf16_soft. */
+DC_AVX2_TARGET static inline __m256 widen_bf16x8(__m128i b) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+}
+DC_AVX2_TARGET static inline __m128i narrow_bf16x8(__m256 f) {
+  __m256i u = _mm256_castps_si256(f);
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
+                               lsb);
+  __m256i nan = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
+  __m256i isnan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
+  r = _mm256_srli_epi32(_mm256_blendv_epi8(r, nan, isnan), 16);
+  return _mm_packus_epi32(_mm256_castsi256_si128(r),
+                          _mm256_extracti128_si256(r, 1));
+}
+
+/* a[0..n) = narrow(widen(a) op widen(b)). Always inlined with constant op
+ * and conversions, so each copy has a straight-line body. The tail goes
+ * through zero-padded vectors. */
+#define DC_V8_LOOP(name, WIDEN, NARROW)                                       \
+  DC_AVX2_TARGET __attribute__((always_inline)) static inline void name(      \
+      u16_l *a, const u16_l *b, size_t n, dc_op op) {                         \
+    size_t i = 0;                                                             \
+    for (; i + 8 <= n; i += 8) {                                              \
+      __m256 x = WIDEN(_mm_loadu_si128((const void *)(a + i)));               \
+      __m256 y = WIDEN(_mm_loadu_si128((const void *)(b + i)));               \
+      _mm_storeu_si128((void *)(a + i), NARROW(v8_op(x, y, op)));             \
+    }                                                                         \
+    if (i < n) {                                                              \
+      uint16_t ta[8] = {0}, tb[8] = {0};                                      \
+      size_t bytes = (n - i) * sizeof ta[0];                                  \
+      memcpy(ta, (const void *)(a + i), bytes);                               \
+      memcpy(tb, (const void *)(b + i), bytes);                               \
+      __m256 x = WIDEN(_mm_loadu_si128((const void *)ta));                    \
+      __m256 y = WIDEN(_mm_loadu_si128((const void *)tb));                    \
+      _mm_storeu_si128((void *)ta, NARROW(v8_op(x, y, op)));                  \
+      memcpy((void *)(a + i), ta, bytes);                                     \
+    }                                                                         \
   }
-}
+DC_V8_LOOP(half_loop8, widen_half8, narrow_half8)
+DC_V8_LOOP(bf16_loop8, widen_bf16x8, narrow_bf16x8)
 
-DC_F16C_TARGET static void reduce_half_f16c(void *a, const void *b, size_t n,
-                                            dc_op op) {
-  DC_LOWP_BODY(widen_half_f16c, narrow_half_f16c);
-}
+#define DC_V8_DISPATCH(name, LOOP)                                            \
+  DC_AVX2_TARGET static void name(void *a, const void *b, size_t n,           \
+                                  dc_op op) {                                 \
+    switch (op) {                                                             \
+    case DC_SUM: LOOP(a, b, n, DC_SUM); break;                                \
+    case DC_PROD: LOOP(a, b, n, DC_PROD); break;                              \
+    case DC_MAX: LOOP(a, b, n, DC_MAX); break;                                \
+    default: LOOP(a, b, n, DC_MIN); break;                                    \
+    }                                                                         \
+  }
+DC_V8_DISPATCH(reduce_half_avx2, half_loop8)
+DC_V8_DISPATCH(reduce_bf16_avx2, bf16_loop8)
 
-static int cpu_has_f16c(void) {
+static int cpu_has_avx2_f16c(void) {
   /* Idempotent; needed only if we run before libgcc's constructor. */
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
 }
 #endif
 
-/* Test hook (not in reduce.h): nonzero forces the software float16 path so
- * that unit tests cover it on F16C machines. Returns the previous value. */
-static int dc_force_soft_half;
-int dc_reduce_force_soft_half(int on) {
-  int old = dc_force_soft_half;
-  dc_force_soft_half = on;
+/* Test hook (not in reduce.h): nonzero makes float16/bfloat16 take the
+ * portable paths so that unit tests cover them on AVX2 machines. Returns the
+ * previous value. Not for concurrent use. */
+static int dc_force_portable;
+int dc_reduce_force_portable(int on) {
+  int old = dc_force_portable;
+  dc_force_portable = on;
   return old;
 }
 
+#ifdef DC_HAVE_AVX2_PATH
+static int use_avx2_path(void) {
+  return !dc_force_portable && cpu_has_avx2_f16c();
+}
+#endif
+
 static void reduce_half(void *a, const void *b, size_t n, dc_op op) {
-#ifdef DC_HAVE_F16C_PATH
-  if (!dc_force_soft_half && cpu_has_f16c()) {
-    reduce_half_f16c(a, b, n, op);
+#ifdef DC_HAVE_AVX2_PATH
+  if (use_avx2_path()) {
+    reduce_half_avx2(a, b, n, op);
     return;
   }
 #endif
   reduce_half_soft(a, b, n, op);
+}
+
+static void reduce_bf16(void *a, const void *b, size_t n, dc_op op) {
+#ifdef DC_HAVE_AVX2_PATH
+  if (use_avx2_path()) {
+    reduce_bf16_avx2(a, b, n, op);
+    return;
+  }
+#endif
+  reduce_bf16_soft(a, b, n, op);
 }
 
 /* ---- public entry points ----------------------------------------------- */
@@ -423,7 +471,7 @@ dc_status dc_reduce_check(dc_dtype dtype, dc_op op) {
  * `in` one block at a time. */
 static void reduce_self(unsigned char *a, size_t count, dc_dtype dtype,
                         dc_op op) {
-  _Alignas(64) unsigned char tmp[DC_BLOCK * 8];
+  _Alignas(64) unsigned char tmp[DC_SELF_BLOCK];
   size_t esz = elem_size[dtype], per = sizeof tmp / esz;
   for (size_t i = 0; i < count; i += per) {
     size_t m = count - i < per ? count - i : per;

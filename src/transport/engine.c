@@ -176,6 +176,10 @@ static ssize_t recv_some(int fd, void *p, size_t n) {
 static void flush_window(dc_comm *c, xstate *s) {
   size_t es = dc_dtype_size(c->dtype);
   size_t whole = s->in_window / es * es;
+  char *dst = (char *)s->x->buf + s->done;
+  const char *src = s->x->src ? (const char *)s->x->src + s->done : dst;
+  if (src != dst)
+    memcpy(dst, src, whole); /* just in time: dst stays in cache */
   dc_reduce((char *)s->x->buf + s->done, s->conn->window, whole / es,
             c->dtype, c->op);
   s->done += whole;

@@ -7,6 +7,7 @@ run_job() { # $1: output dir
     launch -n 4 -- sh -c 'out=$0
         { echo "rank=$MLX_RANK"; echo "size=$MLX_WORLD_SIZE"; echo "job=$DISTCOMM_JOB_ID"
           echo "path=$MLX_HOSTFILE"; echo "verbose=${MLX_RING_VERBOSE:-unset}"
+          echo "token=$DISTCOMM_JOB_TOKEN"
           echo "hostfile=$(cat "$MLX_HOSTFILE")"; } > "$out/rank.$MLX_RANK"' "$1" \
         || fail "launcher exited with $?"
 }
@@ -24,6 +25,10 @@ done
 jobs=$(grep -h '^job=' "$T"/a/rank.* | sort -u)
 [ "$(echo "$jobs" | wc -l)" = 1 ] || fail "ranks disagree on DISTCOMM_JOB_ID: $jobs"
 echo "$jobs" | grep -Eq '^job=[0-9a-f]{16}$' || fail "DISTCOMM_JOB_ID is not 64-bit hex: $jobs"
+
+tokens=$(grep -h '^token=' "$T"/a/rank.* | sort -u)
+[ "$(echo "$tokens" | wc -l)" = 1 ] || fail "ranks disagree on DISTCOMM_JOB_TOKEN: $tokens"
+echo "$tokens" | grep -Eq '^token=[0-9a-f]{32}$' || fail "DISTCOMM_JOB_TOKEN is not 128-bit hex: $tokens"
 
 hf=$(grep -h '^hostfile=' "$T"/a/rank.* | sort -u)
 [ "$(echo "$hf" | wc -l)" = 1 ] || fail "ranks read different hostfiles: $hf"
@@ -54,4 +59,19 @@ grep -q 'hostfile' "$T/v.err" || fail "--verbose did not log the hostfile: $(cat
 launch -n 2 --env FOO=bar --env=BAZ=a=b -- sh -c 'echo "$MLX_RANK $FOO $BAZ"' > "$T/e.out" \
     || fail "--env job failed"
 expect_eq "$(sort "$T/e.out" | tr '\n' ';')" "0 bar a=b;1 bar a=b;" "--env values"
+
+# The other spellings of -n.
+for form in "-n3" "--repeat-hosts=3" "--repeat-hosts 3"; do
+    # shellcheck disable=SC2086 # word splitting of $form is the point
+    launch $form -- sh -c 'echo "$MLX_WORLD_SIZE"' > "$T/form" || fail "'$form' failed"
+    expect_eq "$(tr '\n' ' ' < "$T/form")" "3 3 3 " "world size with $form"
+done
+
+# Like mlx.launch, a .py file that is not executable runs with python3.
+if command -v python3 > /dev/null; then
+    printf 'import os\nprint("py", os.environ["MLX_RANK"])\n' > "$T/script.py"
+    launch -n 2 "$T/script.py" > "$T/py" || fail "python script job failed"
+    expect_eq "$(sort "$T/py" | tr '\n' ';')" "py 0;py 1;" "output of a .py script"
+fi
+expect_no_hostfile
 echo PASS

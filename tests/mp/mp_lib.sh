@@ -8,7 +8,9 @@ mp_pids=()
 # Kill what we started (by pid), remove the scratch folder.
 mp_cleanup() {
   local p
-  for p in "${mp_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for p in "${mp_pids[@]}"; do
+    { kill -9 "$p" && wait "$p"; } 2>/dev/null
+  done
   rm -rf "$mp_tmp"
 }
 trap mp_cleanup EXIT

@@ -4,7 +4,7 @@
  *       dc_init then a barrier. "OK rank R size S backend B", or one line
  *       "ERR <STATUS>: <detail>" and exit 3.
  *   probe loop MIB ITERS [--die RANK:MS] [--linger S]
- *       all_sum of MIB MiB of float32, ITERS times. Prints "rank R ready"
+ *       all_sum of MIB MiB of float32, ITERS times. Prints "rank R ready pid P"
  *       after the first. On failure: "rank R: ERR <STATUS> at <wall>: <detail>",
  *       then checks the group is poisoned and frees it; exit 4 (after
  *       sleeping S seconds, so a launcher reports the first failure first).
@@ -138,7 +138,7 @@ static int cmd_loop(int argc, char **argv) {
       return bad ? 5 : 4;
     }
     if (it == 0) {
-      printf("rank %d ready\n", rank);
+      printf("rank %d ready pid %ld\n", rank, (long)getpid());
       fflush(stdout);
       pthread_t th;
       if (rank == die_rank && pthread_create(&th, NULL, die_later, NULL) == 0)

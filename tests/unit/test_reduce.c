@@ -19,8 +19,9 @@
 #include "core/reduce.h"
 #include "distcomm.h"
 
-/* Test hook in reduce.c (not in reduce.h): force the software float16 path. */
-int dc_reduce_force_soft_half(int on);
+/* Test hook in reduce.c (not in reduce.h): force the portable float16 and
+ * bfloat16 paths. */
+int dc_reduce_force_portable(int on);
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -335,11 +336,14 @@ static void test_all_dtypes_ops(void **state) {
     check_all_ops((dc_dtype)dt);
 }
 
-static void test_float16_soft_path(void **state) {
+/* The same again through the portable float16/bfloat16 code, which the
+ * dispatcher would not pick on an AVX2 machine. */
+static void test_portable_lowp_paths(void **state) {
   (void)state;
-  int old = dc_reduce_force_soft_half(1);
+  int old = dc_reduce_force_portable(1);
   check_all_ops(DC_FLOAT16);
-  dc_reduce_force_soft_half(old);
+  check_all_ops(DC_BFLOAT16);
+  dc_reduce_force_portable(old);
 }
 
 /* ---- float16 / bfloat16 conversions and rounding ------------------------- */
@@ -405,7 +409,7 @@ static void test_bf16_conversions(void **state) {
 static void expect16(dc_dtype dt, dc_op op, uint16_t x, uint16_t y,
                      uint16_t want) {
   for (int soft = 0; soft < 2; soft++) {
-    int old = dc_reduce_force_soft_half(soft);
+    int old = dc_reduce_force_portable(soft);
     /* Pad to 9 elements so both the 8-wide body and the tail run. */
     uint16_t a[9], b[9];
     for (int i = 0; i < 9; i++) {
@@ -422,7 +426,7 @@ static void expect16(dc_dtype dt, dc_op op, uint16_t x, uint16_t y,
       if (b[i] != want)
         fail_msg("%s %s swapped %#x, %#x = %#x, want %#x", dc_dtype_name(dt),
                  dc_op_name(op), y, x, b[i], want);
-    dc_reduce_force_soft_half(old);
+    dc_reduce_force_portable(old);
   }
 }
 
@@ -679,7 +683,7 @@ int main(void) {
       cmocka_unit_test(test_integer_wraparound),
       cmocka_unit_test(test_complex),
       cmocka_unit_test(test_all_dtypes_ops),
-      cmocka_unit_test(test_float16_soft_path),
+      cmocka_unit_test(test_portable_lowp_paths),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,7 +72,8 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
   for (int l = 0; l < lanes && l < 64; l++) {
     size_t a = count * (size_t)l / (size_t)lanes;
     size_t b = count * (size_t)(l + 1) / (size_t)lanes;
-    x[l] = (dc_xfer){peer, l, is_send, 0, (char *)buf + a * es, (b - a) * es};
+    x[l] = is_send ? dc_xsend(peer, l, (char *)buf + a * es, (b - a) * es)
+                   : dc_xrecv(peer, l, (char *)buf + a * es, (b - a) * es);
   }
   return done(g, c.run(&c, x, lanes < 64 ? lanes : 64));
 }

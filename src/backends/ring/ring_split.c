@@ -32,8 +32,8 @@ static dc_status swap_addrs(dc_group *g, const int *ranks, int n, int me,
   for (int q = 0; q < n; q++) {
     if (q == me)
       continue;
-    x[k++] = (dc_xfer){ranks[q], 0, 1, 0, texts + (size_t)me * block, block};
-    x[k++] = (dc_xfer){ranks[q], 0, 0, 0, texts + (size_t)q * block, block};
+    x[k++] = dc_xsend(ranks[q], 0, texts + (size_t)me * block, block);
+    x[k++] = dc_xrecv(ranks[q], 0, texts + (size_t)q * block, block);
   }
   dc_status st = c.run(&c, x, k);
   free(x);
