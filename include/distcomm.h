@@ -209,6 +209,41 @@ dc_status dc_broadcast(dc_group *group, void *buf, size_t count,
 /* Returns once every rank of the group has entered it. */
 dc_status dc_barrier(dc_group *group);
 
+/* Collectives issued on this group so far (every all_reduce, all_gather,
+ * reduce_scatter, broadcast, barrier and split counts one; send/recv do
+ * not). Lets tests and tools count the reductions a helper made. */
+unsigned long long dc_group_collectives(const dc_group *group);
+
+/* ---- training helpers (MLX's mlx.nn.average_gradients and friends) ----- */
+
+/* A tensor the caller owns: count elements of dtype at data. */
+typedef struct dc_tensor {
+  void *data;
+  size_t count;
+  dc_dtype dtype;
+} dc_tensor;
+
+#define DC_ALL_REDUCE_SIZE_DEFAULT (32ll * 1024 * 1024)
+
+/* Average tensors over the group, in place: data = all_sum(data) / size.
+ * Like MLX, tensors are packed in order into buckets of at least
+ * all_reduce_size bytes and each bucket is reduced with one all_sum ("few
+ * large reductions instead of many small ones"); all_reduce_size <= 0 means
+ * one all_sum per tensor. Tensors of different dtypes go to different
+ * buckets. Integer tensors are divided with truncation. n == 0 is a no-op;
+ * a tensor with count 0 may have data NULL. A group of size 1 returns at
+ * once. Every rank must pass the same list of (count, dtype). */
+dc_status dc_average_gradients(dc_group *group, dc_tensor *tensors, size_t n,
+                               long long all_reduce_size);
+
+/* Clip gradients whose shards live on different ranks: the global norm is
+ * sqrt(all_sum of each rank's sum of squares); every tensor is scaled by
+ * min(max_norm / (norm + 1e-6), 1). Floating dtypes only. The global norm
+ * before clipping is written to *total_norm when it is not NULL. */
+dc_status dc_clip_grad_norm_sharded(dc_group *group, dc_tensor *tensors,
+                                    size_t n, double max_norm,
+                                    double *total_norm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,9 @@ const char *dc_group_backend(const dc_group *g) {
   return g ? g->ops->name : "none";
 }
 const char *dc_group_last_error(const dc_group *g) { return g ? g->err : ""; }
+unsigned long long dc_group_collectives(const dc_group *g) {
+  return g ? (unsigned long long)g->seq : 0;
+}
 
 dc_status dc_group_set_timeout(dc_group *g, double seconds) {
   if (!g || !(seconds > 0))

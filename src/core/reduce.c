@@ -306,7 +306,7 @@ DC_CLONES static void reduce_half_soft(void *a, const void *b, size_t n,
 }
 
 #ifdef DC_HAVE_AVX2_PATH
-/* AVX2 + F16C: 8 elements per step, widened, reduced and narrowed in
+/* AVX2 + F16C: 8 or 16 elements per step, widened, reduced and narrowed in
  * registers. Hand-written because GCC 12 does not vectorise _Float16
  * conversions and its bfloat16 code is about twice as long as this.
  * max/min repeat max_f32/min_f32 on vectors (same bits, see DC_FMAXMIN). */
@@ -332,57 +332,66 @@ DC_AVX2_TARGET static inline __m256 v8_op(__m256 x, __m256 y, dc_op op) {
   }
 }
 
-/* vcvtps2ph immediate 0: round to nearest even whatever MXCSR says. */
-DC_AVX2_TARGET static inline __m256 widen_half8(__m128i h) {
-  return _mm256_cvtph_ps(h);
-}
-DC_AVX2_TARGET static inline __m128i narrow_half8(__m256 f) {
-  return _mm256_cvtps_ph(f, 0);
+/* float16, 8 elements from a and b to out. vcvtps2ph immediate 0: round
+ * to nearest even whatever MXCSR says. */
+DC_AVX2_TARGET __attribute__((always_inline)) static inline void
+half_step8(const void *a, const void *b, void *out, dc_op op) {
+  __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(a));
+  __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(b));
+  _mm_storeu_si128(out, _mm256_cvtps_ph(v8_op(x, y, op), 0));
 }
 
-/* The same bits as bf16_to_float_soft / float_to_bf16_soft. */
-DC_AVX2_TARGET static inline __m256 widen_bf16x8(__m128i b) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
-}
-DC_AVX2_TARGET static inline __m128i narrow_bf16x8(__m256 f) {
+/* float32 lanes -> bfloat16 in the low half of each 32-bit lane, the same
+ * bits as float_to_bf16_soft. */
+DC_AVX2_TARGET static inline __m256i bf16_round(__m256 f) {
   __m256i u = _mm256_castps_si256(f);
-  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
-                               lsb);
+  __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+  __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, half), lsb);
   __m256i nan = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
   __m256i isnan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
-  r = _mm256_srli_epi32(_mm256_blendv_epi8(r, nan, isnan), 16);
-  return _mm_packus_epi32(_mm256_castsi256_si128(r),
-                          _mm256_extracti128_si256(r, 1));
+  return _mm256_srli_epi32(_mm256_blendv_epi8(r, nan, isnan), 16);
 }
 
-/* a[0..n) = narrow(widen(a) op widen(b)). Always inlined with constant op
- * and conversions, so each copy has a straight-line body. The tail goes
- * through zero-padded vectors. */
-#define DC_V8_LOOP(name, WIDEN, NARROW)                                       \
+/* bfloat16, 16 elements. Interleaving with zeros is the widening (bf16 is
+ * the top half of a float32); it permutes the elements within each 128-bit
+ * lane and packus undoes exactly that permutation. */
+DC_AVX2_TARGET __attribute__((always_inline)) static inline void
+bf16_step16(const void *a, const void *b, void *out, dc_op op) {
+  __m256i z = _mm256_setzero_si256();
+  __m256i va = _mm256_loadu_si256(a), vb = _mm256_loadu_si256(b);
+  __m256 xl = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, va));
+  __m256 xh = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, va));
+  __m256 yl = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, vb));
+  __m256 yh = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, vb));
+  __m256i rl = bf16_round(v8_op(xl, yl, op));
+  __m256i rh = bf16_round(v8_op(xh, yh, op));
+  _mm256_storeu_si256(out, _mm256_packus_epi32(rl, rh));
+}
+
+/* a[0..n) = a op b, W elements per STEP. Always inlined with a constant op,
+ * so each copy has a straight-line body. The tail goes through zero-padded
+ * copies. */
+#define DC_V_LOOP(name, W, STEP)                                              \
   DC_AVX2_TARGET __attribute__((always_inline)) static inline void name(      \
       u16_l *a, const u16_l *b, size_t n, dc_op op) {                         \
     size_t i = 0;                                                             \
-    for (; i + 8 <= n; i += 8) {                                              \
-      __m256 x = WIDEN(_mm_loadu_si128((const void *)(a + i)));               \
-      __m256 y = WIDEN(_mm_loadu_si128((const void *)(b + i)));               \
-      _mm_storeu_si128((void *)(a + i), NARROW(v8_op(x, y, op)));             \
-    }                                                                         \
+    for (; i + (W) <= n; i += (W))                                            \
+      STEP((const void *)(a + i), (const void *)(b + i), (void *)(a + i),     \
+           op);                                                               \
     if (i < n) {                                                              \
-      uint16_t ta[8] = {0}, tb[8] = {0};                                      \
+      uint16_t ta[W] = {0}, tb[W] = {0};                                      \
       size_t bytes = (n - i) * sizeof ta[0];                                  \
       memcpy(ta, (const void *)(a + i), bytes);                               \
       memcpy(tb, (const void *)(b + i), bytes);                               \
-      __m256 x = WIDEN(_mm_loadu_si128((const void *)ta));                    \
-      __m256 y = WIDEN(_mm_loadu_si128((const void *)tb));                    \
-      _mm_storeu_si128((void *)ta, NARROW(v8_op(x, y, op)));                  \
+      STEP(ta, tb, ta, op);                                                   \
       memcpy((void *)(a + i), ta, bytes);                                     \
     }                                                                         \
   }
-DC_V8_LOOP(half_loop8, widen_half8, narrow_half8)
-DC_V8_LOOP(bf16_loop8, widen_bf16x8, narrow_bf16x8)
+DC_V_LOOP(half_loop, 8, half_step8)
+DC_V_LOOP(bf16_loop, 16, bf16_step16)
 
-#define DC_V8_DISPATCH(name, LOOP)                                            \
+#define DC_V_DISPATCH(name, LOOP)                                             \
   DC_AVX2_TARGET static void name(void *a, const void *b, size_t n,           \
                                   dc_op op) {                                 \
     switch (op) {                                                             \
@@ -392,8 +401,8 @@ DC_V8_LOOP(bf16_loop8, widen_bf16x8, narrow_bf16x8)
     default: LOOP(a, b, n, DC_MIN); break;                                    \
     }                                                                         \
   }
-DC_V8_DISPATCH(reduce_half_avx2, half_loop8)
-DC_V8_DISPATCH(reduce_bf16_avx2, bf16_loop8)
+DC_V_DISPATCH(reduce_half_avx2, half_loop)
+DC_V_DISPATCH(reduce_bf16_avx2, bf16_loop)
 
 static int cpu_has_avx2_f16c(void) {
   /* Idempotent; needed only if we run before libgcc's constructor. */

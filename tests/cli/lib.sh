@@ -30,12 +30,13 @@ alive() {
     [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
 }
 
-# Waits up to $2 seconds (default 3) for every pid listed in file(s) $1... to be gone.
+# Waits up to 3 s for every pid written in the files given as arguments to be gone.
 expect_gone() {
-    local files=$1 limit=${2:-3} pid left
-    for _ in $(seq 1 $((limit * 10))); do
+    local pid left
+    for _ in $(seq 30); do
         left=
-        for pid in $(cat $files 2>/dev/null); do
+        # shellcheck disable=SC2013 # the files hold one pid each
+        for pid in $(cat "$@" 2>/dev/null); do
             alive "$pid" && left="$left $pid"
         done
         [ -z "$left" ] && return 0

@@ -1,4 +1,6 @@
 # Jobs started at the same moment without --starting-port get disjoint ports.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 for j in 1 2 3 4; do

@@ -1,4 +1,6 @@
 # Commands that cannot run and bad options fail fast with one clear line.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 launch -n 2 -- no-such-command-dcl --flag > "$T/o" 2> "$T/e"
@@ -13,8 +15,7 @@ launch -n 1 "$T/noexec.sh" 2> "$T/e2"
 expect_eq "$?" 126 "status for a file that is not executable"
 grep -q "Permission denied" "$T/e2" || fail "unexpected message: $(cat "$T/e2")"
 
-launch -n 2 --cwd "$T/does-not-exist" -- true 2> "$T/e3"
-[ $? -ne 0 ] || fail "a missing --cwd was accepted"
+launch -n 2 --cwd "$T/does-not-exist" -- true 2> "$T/e3" && fail "a missing --cwd was accepted"
 grep -q "cannot change directory" "$T/e3" || fail "unexpected message: $(cat "$T/e3")"
 mkdir -p "$T/wd"
 launch -n 1 --cwd "$T/wd" -- sh -c 'pwd; cat "$MLX_HOSTFILE" > /dev/null' > "$T/pwd" \

@@ -1,5 +1,7 @@
 # A failing rank stops the whole job: one line names it, the others (and
 # their children) are gone, the exit status is the rank's.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # Rank 1 exits 3; the others sleep, rank 0 with a child of its own.
@@ -16,7 +18,7 @@ expect_eq "$rc" 3 "launcher exit status"
 grep -Eq '^distcomm-launch: rank 1 \(pid [0-9]+ on localhost\) exited with status 3; stopping the other ranks$' \
     "$T/err" || fail "unexpected failure line: $(cat "$T/err")"
 grep -q "pid $(cat "$T/f.pid.1")" "$T/err" || fail "failure line does not name rank 1's pid"
-expect_gone "$T/f.pid.* $T/f.child"
+expect_gone "$T"/f.pid.* "$T/f.child"
 expect_no_hostfile
 
 # A rank that ignores SIGTERM is killed after the grace period.
@@ -24,7 +26,7 @@ launch -n 2 -- sh -c 'trap "" TERM; echo $$ > "$0.pid.$MLX_RANK"
     if [ "$MLX_RANK" = 1 ]; then sleep 0.5; exit 5; fi
     while :; do sleep 0.1; done' "$T/g" 2> "$T/err2"
 expect_eq "$?" 5 "exit status with a rank ignoring SIGTERM"
-expect_gone "$T/g.pid.*"
+expect_gone "$T"/g.pid.*
 
 # Rank 2 is killed by SIGKILL: named with the signal, status 128+9.
 launch -n 3 -- sh -c 'echo $$ > "$0.pid.$MLX_RANK"
@@ -33,7 +35,7 @@ launch -n 3 -- sh -c 'echo $$ > "$0.pid.$MLX_RANK"
 expect_eq "$?" 137 "exit status after SIGKILL"
 grep -Eq '^distcomm-launch: rank 2 \(pid [0-9]+ on localhost\) was killed by signal 9 \(Killed\)' "$T/err3" \
     || fail "unexpected signal line: $(cat "$T/err3")"
-expect_gone "$T/k.pid.*"
+expect_gone "$T"/k.pid.*
 
 # A single failing rank: same status, no mention of other ranks.
 launch -n 1 -- sh -c 'exit 7' 2> "$T/err4"

@@ -1,5 +1,7 @@
 # Output forwarding: --tag-output prefixes, stdout/stderr kept apart, whole
 # lines from concurrent ranks, partial last lines, lines longer than the buffer.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 launch -n 3 --tag-output -- sh -c 'echo "out $MLX_RANK"; echo "err $MLX_RANK" >&2' \

@@ -1,5 +1,7 @@
 # --connections-per-ip and --starting-port shape the hostfile; a taken
 # starting port is refused clearly.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 launch -n 3 --connections-per-ip 2 -- sh -c '[ "$MLX_RANK" = 0 ] && cat "$MLX_HOSTFILE"; true' \

@@ -1,5 +1,7 @@
 # SIGINT / SIGTERM to the launcher stop every rank and their children,
 # remove the hostfile and exit 130 / 143.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # $1: signal, $2: expected status. One rank ignores SIGTERM (needs SIGKILL).
@@ -23,7 +25,7 @@ stop_with() {
     local rc=$?
     expect_eq "$rc" "$want" "launcher status after SIG$sig"
     grep -q "received SIG$sig" "$d/err" || fail "no message about SIG$sig: $(cat "$d/err")"
-    expect_gone "$d/pid.* $d/child.*"
+    expect_gone "$d"/pid.* "$d"/child.*
     [ -e "$(cat "$d/path")" ] && fail "hostfile left after SIG$sig"
     return 0
 }

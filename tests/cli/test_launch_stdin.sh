@@ -1,5 +1,7 @@
 # The launcher's stdin reaches every rank; EOF is passed on; a rank that
 # does not read (or has exited) does not stop the others.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 printf 'first line\nsecond line\n' | launch -n 3 -- sh -c 'cat > "$0.$MLX_RANK"' "$T/in" \

@@ -1,4 +1,6 @@
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2, mkstemps, strsignal, sigabbrev_np */
+#endif
 #include "job.h"
 
 #include <errno.h>
@@ -67,13 +69,13 @@ static void begin_stop(struct dcl_job *j, int exit_code)
     j->kill_at = dcl_now_ms() + DCL_GRACE_MS;
     j->stdin_open = false;
     dcl_info("sending SIGTERM to every rank's process group");
-    // mutated
+    signal_groups(j, SIGTERM);
 }
 
 static void kill_now(struct dcl_job *j)
 {
     dcl_info("sending SIGKILL to every rank's process group");
-    // mutated2
+    signal_groups(j, SIGKILL);
     j->killed = true;
 }
 

@@ -1,6 +1,8 @@
 /* distcomm-launch: starts N local ranks of a distributed program with the
  * ring backend's configuration, the C counterpart of `mlx.launch -n N`. */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2, mkstemps, strsignal, sigabbrev_np */
+#endif
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

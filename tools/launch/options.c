@@ -1,6 +1,8 @@
 /* Our own small parser instead of getopt_long: the command's own options
  * must never be taken for ours, and every error must be one clear line. */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2, mkstemps, strsignal, sigabbrev_np */
+#endif
 #include "options.h"
 
 #include <stdarg.h>

@@ -1,4 +1,6 @@
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2, mkstemps, strsignal, sigabbrev_np */
+#endif
 #include "util.h"
 
 #include <errno.h>
