@@ -29,12 +29,10 @@
 #endif
 
 /* a*b + c is not to be fused: the complex product must be symmetric and the
- * AVX2 and baseline clones must give the same bits. GNU C defaults to
- * -ffp-contract=fast, so turn it off for this file. */
+ * AVX2 and baseline clones must give the same bits. The build passes
+ * -ffp-contract=off for the library (GNU C defaults to fast). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
 #endif
 
 #if defined(DC_X86) && defined(__has_attribute)

@@ -1,7 +1,9 @@
 #!/bin/bash
 # mismatch.sh LAUNCHER PROBE: the last of 4 ranks disagrees with the others
 # (count, dtype, op, root, or a different collective), at a small and a large
-# count. Every rank must return an error (none hangs, none "succeeds"), at
+# count. Every rank must return an error (none hangs, none "succeeds"; for
+# two ranks that both think they are the broadcast root, the error may come
+# from the barrier after it, as neither receives anything), at
 # least one must say ERR_MISMATCH, and all within 5 s although the timeout is
 # 60 s (so the failure is propagated, not waited out).
 set -u

@@ -11,7 +11,8 @@
  *       --die: rank RANK SIGKILLs itself MS ms into the second all_sum.
  *   probe mismatch KIND COUNT
  *       The last rank disagrees (KIND: count, dtype, op, root, coll). Exit 0
- *       when this rank got an error, 1 when the call "succeeded".
+ *       when this rank got an error, 1 when the call "succeeded" (for root:
+ *       the call and the barrier after it).
  *   probe invalid
  *       Argument errors on the world group (any size): each must fail
  *       locally with DC_ERR_INVALID and leave the group usable.
@@ -182,6 +183,13 @@ static int cmd_mismatch(int argc, char **argv) {
   memset(buf, 0, room * sizeof *buf);
   double t0 = mp_mono();
   dc_status st = disagree(g, argv[0], buf, count);
+  const char *where = "";
+  /* Two ranks that both think they are the root of a broadcast only send:
+   * neither can see the other until the next call, which must fail. */
+  if (st == DC_OK && strcmp(argv[0], "root") == 0) {
+    st = dc_barrier(g);
+    where = " (in the next barrier)";
+  }
   double dt = mp_mono() - t0;
   if (st == DC_OK) {
     printf("rank %d: mismatch-%s: OK (no error after %.3f s)\n", rank,
@@ -190,8 +198,8 @@ static int cmd_mismatch(int argc, char **argv) {
     free(buf);
     return 1;
   }
-  printf("rank %d: mismatch-%s: %s after %.3f s: %s\n", rank, argv[0],
-         dc_status_name(st), dt, dc_group_last_error(g));
+  printf("rank %d: mismatch-%s: %s after %.3f s%s: %s\n", rank, argv[0],
+         dc_status_name(st), dt, where, dc_group_last_error(g));
   fflush(stdout);
   int bad = check_poisoned(g, st, buf, count);
   free(buf);

@@ -522,6 +522,11 @@ static void test_max_min_nan_inf_zero(void **state) {
   expect16(DC_FLOAT16, DC_MAX, 0x0000, 0x8000, 0x0000);
   expect16(DC_FLOAT16, DC_MIN, 0x0000, 0x8000, 0x8000);
   expect16(DC_FLOAT16, DC_MAX, 0xfc00, 0x7c00, 0x7c00);
+  /* A signalling NaN comes back quiet, the same on both paths. */
+  expect16(DC_FLOAT16, DC_MAX, 0x7c01, 0x3c00, 0x7e01);
+  expect16(DC_FLOAT16, DC_SUM, 0xfd55, 0x3c00, 0xff55);
+  expect16(DC_BFLOAT16, DC_MAX, 0x7f81, 0x3f80, 0x7fc1);
+  expect16(DC_BFLOAT16, DC_SUM, 0xffa5, 0x3f80, 0xffe5);
   expect16(DC_BFLOAT16, DC_MAX, 0x7fc1, 0x3f80, 0x7fc1);
   expect16(DC_BFLOAT16, DC_MIN, 0x0000, 0x8000, 0x8000);
   expect16(DC_BFLOAT16, DC_MIN, 0xff80, 0x7f80, 0xff80);

@@ -80,8 +80,10 @@ static void log_plan(const struct dcl_launch_env *e)
              e->opts->backend);
     char cmd[2048] = "";
     size_t used = 0;
-    for (char **a = e->argv; *a != NULL && used < sizeof cmd - 1; a++)
-        used += (size_t)snprintf(cmd + used, sizeof cmd - used, "%s%s", a == e->argv ? "" : " ", *a);
+    for (char **a = e->argv; *a != NULL && used < sizeof cmd - 1; a++) {
+        const char *sep = a == e->argv ? "" : " ";
+        used += (size_t)snprintf(cmd + used, sizeof cmd - used, "%s%s", sep, *a);
+    }
     dcl_info("running: %s", cmd);
 }
 
