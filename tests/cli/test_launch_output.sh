@@ -45,4 +45,12 @@ launch -n 2 -- sh -c 'head -c 300000 /dev/zero | tr "\\0" z; echo' \
     > "$T/long" || fail "long-line job failed"
 expect_eq "$(tr -d '\n' < "$T/long" | wc -c)" 600000 "bytes of two 300000-byte lines"
 expect_eq "$(tr -d 'z\n' < "$T/long" | wc -c)" 0 "stray bytes in long lines"
+
+# A reader that goes away ("| head") ends the job instead of leaving the
+# ranks writing into the void forever.
+launch -n 2 -- yes 2> "$T/yes.err" | head -n 3 > "$T/yes"
+rc=${PIPESTATUS[0]}
+case $rc in 124 | 137) fail "launcher kept running after its reader left" ;; esac
+expect_eq "$(tr '\n' ' ' < "$T/yes")" "y y y " "output before the reader left"
+grep -q "signal 13" "$T/yes.err" || fail "no broken-pipe message: $(cat "$T/yes.err")"
 echo PASS

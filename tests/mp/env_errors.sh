@@ -13,14 +13,14 @@ hf() { # hf NAME TEXT: write a hostfile, print its path
 }
 good2=$(hf good2.json "[[\"127.0.0.1:$base\"],[\"127.0.0.1:$((base + 1))\"]]")
 
-# expect NAME RC PREFIX WORDS -- ENV...: run "probe init --strict" (or the
+# expect NAME RC PREFIX WORDS -- ENV...: run "probe init --strict --retry" (or the
 # args after ENV's "+" marker) with exactly ENV, check exit code RC, that the
 # output is one line starting with PREFIX and holding every word of WORDS
 # (separated by "|").
 expect() {
   local name=$1 want_rc=$2 prefix=$3 words=$4
   shift 5
-  local args=(init --strict) envs=()
+  local args=(init --strict --retry) envs=()
   while [ $# -gt 0 ]; do
     if [ "$1" = "+" ]; then shift; args=("$@"); break; fi
     envs+=("$1"); shift
@@ -91,7 +91,7 @@ expect "port not a number" 3 "$C" "127.0.0.1:http" -- MLX_RANK=0 MLX_HOSTFILE="$
 
 expect "strict, nothing configured" 3 "ERR ERR_UNAVAILABLE:" "MLX_RANK|MLX_HOSTFILE" --
 expect "strict, MLX_HOSTFILE missing" 3 "ERR " "MLX_HOSTFILE" -- MLX_RANK=0
-expect "unknown backend" 3 "ERR ERR_UNAVAILABLE:" "bogus" -- + init --strict --backend bogus
+expect "unknown backend" 3 "ERR ERR_UNAVAILABLE:" "bogus" -- + init --strict --retry --backend bogus
 expect "not strict, nothing configured" 0 "OK rank 0 size 1 backend singleton" "" -- + init
 
 # None of these leaks: a few again under valgrind (definite leaks only:
@@ -104,7 +104,7 @@ if command -v valgrind >/dev/null 2>&1; then
     # shellcheck disable=SC2086
     out=$(env -u MLX_RANK -u MLX_HOSTFILE $case_env timeout 60 valgrind -q \
           --leak-check=full --errors-for-leak-kinds=definite \
-          --error-exitcode=99 "$probe" init --strict 2>&1)
+          --error-exitcode=99 "$probe" init --strict --retry 2>&1)
     rc=$?
     if [ "$rc" -eq 3 ]; then ok "no leak or memory error: $case_env"
     else fail "valgrind ($case_env): exit $rc: $out"; fi

@@ -43,7 +43,7 @@ dt=$(($(now_ms) - t0))
 out=$(cat "$mp_tmp/r0")
 if [ "$rc" -ne 3 ] || ! contains "$out" "ERR "; then
   fail "rank 0: exit $rc (want 3): $out"
-elif [ "$dt" -ge 10000 ]; then
+elif [ "$dt" -ge 6000 ]; then
   fail "rank 0: took $dt ms with DISTCOMM_TIMEOUT=3: $out"
 else
   ok "rank 0 gave up ($dt ms): $out"

@@ -17,12 +17,13 @@
 static char g_out[2 * DCL_LINE_MAX];
 static size_t g_out_len;
 static int g_out_fd = 1;
+/* Our stdout / stderr reader has gone (e.g. "| head"): indexed by fd 1, 2. */
+static bool g_out_broken[3];
 
 static void out_flush(void)
 {
-    /* A closed stdout (e.g. "| head") must not stop the job: drop the bytes. */
-    if (g_out_len > 0)
-        (void)dcl_write_all(g_out_fd, g_out, g_out_len);
+    if (g_out_len > 0 && dcl_write_all(g_out_fd, g_out, g_out_len) != 0 && errno == EPIPE)
+        g_out_broken[g_out_fd] = true;
     g_out_len = 0;
 }
 
@@ -107,6 +108,13 @@ bool dcl_stream_pump(struct dcl_stream *s, int rank, bool tag)
     }
     s->len += (size_t)n;
     emit(s, rank, tag, false);
+    if (g_out_broken[s->out_fd]) {
+        /* Pass the broken pipe on: the rank gets EPIPE/SIGPIPE on its next
+         * write, exactly as if it wrote into "| head" itself. */
+        s->len = 0;
+        dcl_stream_finish(s, rank, tag);
+        return false;
+    }
     return true;
 }
 
