@@ -16,7 +16,7 @@ declare -a wrap
 for ((r = 0; r < n; r++)); do
   MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf.json" DISTCOMM_TIMEOUT=30 \
     timeout -k 2 90 "$probe" loop 64 1000000 >"$mp_tmp/out$r" 2>&1 &
-  wrap[$r]=$!
+  wrap[r]=$!
   mp_pids+=($!)
 done
 for ((r = 0; r < n; r++)); do

@@ -25,9 +25,9 @@ else
 fi
 
 sleep 1
-for p in $(sed -n 's/.*ready pid \([0-9]*\).*/\1/p' "$mp_tmp/out"); do
+while read -r p; do
   mp_pids+=("$p")
   if kill -0 "$p" 2>/dev/null; then fail "rank pid $p outlived the launcher"; fi
-done
+done < <(sed -n 's/.*ready pid \([0-9]*\).*/\1/p' "$mp_tmp/out")
 [ "$(grep -c 'ready pid' "$mp_tmp/out")" -eq 4 ] || fail "not all 4 ranks reported ready: $out"
 mp_finish

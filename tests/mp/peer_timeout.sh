@@ -9,7 +9,7 @@ probe=$1
 
 # run_ranks N MISSING RANKS...: start RANKS of an N-rank job, check each.
 run_ranks() {
-  local n=$1 missing=$2 r pid rc dt out
+  local n=$1 missing=$2 r rc dt out
   shift 2
   local base t0 pids=()
   base=$(mp_port_base)

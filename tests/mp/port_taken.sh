@@ -8,7 +8,7 @@ probe=$1
 . "$(dirname "$0")/mp_lib.sh"
 
 # Find a port pair whose second port we can occupy.
-for try in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
   base=$(mp_port_base)
   port=$((base + 1))
   "$probe" occupy "$port" 60 >"$mp_tmp/occupy" 2>&1 &
@@ -21,7 +21,7 @@ mp_hostfile "$mp_tmp/hf.json" 2 "$base"
 export MLX_HOSTFILE="$mp_tmp/hf.json" DISTCOMM_TIMEOUT=3
 MLX_RANK=0 timeout -k 2 20 "$probe" init >"$mp_tmp/r0" 2>&1 &
 r0=$!
-mp_pids+=($r0)
+mp_pids+=("$r0")
 t0=$(now_ms)
 out=$(MLX_RANK=1 timeout -k 2 20 "$probe" init 2>&1)
 rc=$?
