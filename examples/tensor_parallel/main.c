@@ -131,8 +131,10 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
     if (id == 'H')
       return 1;
     if (id == '?') {
-      snprintf(err, len, "unknown option or missing value: '%s' (see --help)",
-               argv[optind - 1]);
+      if (optopt) /* a known option without its value */
+        snprintf(err, len, "%s needs a value (see --help)", argv[optind - 1]);
+      else
+        snprintf(err, len, "unknown option '%s' (see --help)", argv[optind - 1]);
       return -1;
     }
     if (id == 'c') {

@@ -121,8 +121,10 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
     if (id == 'H')
       return 1;
     if (id == '?') {
-      snprintf(err, errlen, "unknown option or missing value: '%s' (see --help)",
-               argv[optind - 1]);
+      if (optopt) /* a known option without its value */
+        snprintf(err, errlen, "%s needs a value (see --help)", argv[optind - 1]);
+      else
+        snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
       return -1;
     }
     if (parse_option(id, longs[at].name, optarg, o, err, errlen))
@@ -216,11 +218,19 @@ static void print_header(const run *r) {
          o->hidden, o->classes, o->points, o->classes, o->batch,
          o->batch / r->size, o->adam ? "Adam" : "SGD", o->lr, o->steps,
          o->seed);
+  char bucket[64];
+  long long bb = o->bucket_bytes;
+  if (bb <= 0)
+    snprintf(bucket, sizeof bucket, "--bucket-bytes %lld: one per tensor", bb);
+  else if (bb % (1024 * 1024) == 0)
+    snprintf(bucket, sizeof bucket, "buckets of %lld MiB", bb >> 20);
+  else
+    snprintf(bucket, sizeof bucket, "buckets of %lld bytes", bb);
   printf("gradients: %zu tensors + the loss, %zu floats (%.1f KiB), "
-         "averaged in %llu all_sum%s per step (bucket %lld bytes)\n",
+         "averaged in %llu all_sum%s per step (%s)\n",
          sizeof r->list / sizeof r->list[0] - 1, r->model.nparams + 1,
          (double)bytes / 1024, r->sums_per_step,
-         r->sums_per_step == 1 ? "" : "s", o->bucket_bytes);
+         r->sums_per_step == 1 ? "" : "s", bucket);
   fflush(stdout);
 }
 

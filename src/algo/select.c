@@ -26,7 +26,10 @@ dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv) {
   return dc_ring_reduce_scatter(c, send, recv);
 }
 
-/* The root sends to every rank directly (one batch). */
+/* The root sends to every rank directly (one batch). Then every rank
+ * exchanges an empty frame carrying the broadcast's root with every other
+ * rank, so ranks that disagree on the root fail here, on every rank, rather
+ * than return with stale data. */
 dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root) {
   dc_xfer local[64];
   int n = c->rank == root ? c->size - 1 : 1;
@@ -41,5 +44,5 @@ dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root) {
   dc_status st = c->run(c, x, k);
   if (x != local)
     free(x);
-  return st;
+  return st == DC_OK ? dc_algo_barrier(c) : st;
 }

@@ -34,8 +34,12 @@ unsigned long long dc_group_collectives(const dc_group *g) {
 }
 
 dc_status dc_group_set_timeout(dc_group *g, double seconds) {
-  if (!g || !(seconds > 0))
-    return DC_ERR_INVALID;
+  if (!g)
+    return dc_init_fail(DC_ERR_INVALID, "set_timeout: group is NULL");
+  if (!(seconds > 0)) {
+    g->op_name = "set_timeout";
+    return dc_fail(g, DC_ERR_INVALID, "timeout %g s is not positive", seconds);
+  }
   g->timeout_s = seconds;
   return DC_OK;
 }

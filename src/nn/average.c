@@ -170,11 +170,12 @@ static dc_status flush(dc_group *g, dc_tensor *t, size_t end, dc_dtype dtype,
     size_t count = b->bytes / esize;
     st = dc_all_sum(g, s->buf, s->buf, count, dtype);
     if (st == DC_OK) {
-      divide(s->buf, count, dtype, g->size);
       off = 0;
       for (size_t i = b->first; i < end; i++)
         if (in_bucket(&t[i], dtype)) {
+          /* divide each piece right after copying it, while it is in L1 */
           memcpy(t[i].data, s->buf + off, t[i].count * esize);
+          divide(t[i].data, t[i].count, dtype, g->size);
           off += t[i].count * esize;
         }
     }

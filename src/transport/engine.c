@@ -1,6 +1,7 @@
 /* The TCP progress engine (see engine.h). */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +354,30 @@ static int pad_frame(dc_conn *k, double deadline) {
   return k->tx_left == 0;
 }
 
+/* Read and drop what peers still send until each closes its side, so that
+ * our close() does not reset the connection and destroy the abort frame we
+ * sent before the peer has read it. Bounded: a peer that keeps sending past
+ * the deadline gets the reset. */
+static void drain(dc_tcp *t, double deadline) {
+  static char sink[65536];
+  int open = 1;
+  while (open && dc_now() < deadline) {
+    open = 0;
+    for (int i = 0; i < t->size * t->lanes; i++) {
+      dc_conn *k = &t->conns[i];
+      if (k->fd < 0 || k->tx_left == SIZE_MAX)
+        continue;
+      ssize_t r = recv(k->fd, sink, sizeof sink, MSG_DONTWAIT);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+        k->tx_left = SIZE_MAX; /* drained: the peer has closed */
+      else
+        open = 1;
+    }
+    if (open)
+      usleep(1000);
+  }
+}
+
 void dc_tcp_poison(dc_tcp *t, dc_status st, const char *why) {
   double deadline = dc_now() + 0.2;
   size_t len = strlen(why);
@@ -370,5 +395,7 @@ void dc_tcp_poison(dc_tcp *t, dc_status st, const char *why) {
       dc_sock_write_all(k->fd, why, len, deadline);
     }
     shutdown(k->fd, SHUT_WR);
+    k->tx_left = 0;
   }
+  drain(t, dc_now() + 0.5);
 }

@@ -14,8 +14,10 @@ mp_hostfile "$mp_tmp/hf.json" $n "$base"
 
 declare -a wrap
 for ((r = 0; r < n; r++)); do
-  MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf.json" DISTCOMM_TIMEOUT=30 \
-    timeout -k 2 90 "$probe" loop 64 1000000 >"$mp_tmp/out$r" 2>&1 &
+  # In a subshell whose stderr is dropped: bash's "Killed" notice is noise.
+  (MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf.json" DISTCOMM_TIMEOUT=30 \
+    timeout -k 2 90 "$probe" loop 64 1000000 >"$mp_tmp/out$r" 2>&1
+   exit $?) 2>/dev/null &
   wrap[r]=$!
   mp_pids+=($!)
 done

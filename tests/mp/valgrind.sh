@@ -29,7 +29,8 @@ MLX_RANK=0 timeout 120 "${vg[@]}" "$probe" loop 4 1000000 >"$mp_tmp/r0" 2>&1 &
 r0=$!
 mp_pids+=("$r0")
 # In a subshell whose stderr is dropped: bash's "Killed" notice is noise.
-(MLX_RANK=1 timeout 120 "$probe" loop 4 1000000 --die 1:300 >"$mp_tmp/r1" 2>&1) 2>/dev/null &
+(MLX_RANK=1 timeout 120 "$probe" loop 4 1000000 --die 1:300 >"$mp_tmp/r1" 2>&1
+ exit $?) 2>/dev/null &
 mp_pids+=($!)
 wait $r0
 rc=$?
