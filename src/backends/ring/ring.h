@@ -12,18 +12,30 @@
 
 typedef struct ring_impl {
   dc_tcp *tcp;
-  int lanes;
+  int naddrs;    /* addresses per rank in the hostfile */
+  int sockets;   /* connections per address (DISTCOMM_SOCKETS) */
   uint64_t job;
-  dc_addr *self; /* this rank's lanes addresses (split binds the same IPs) */
+  dc_addr *self; /* this rank's naddrs addresses (split binds the same IPs) */
 } ring_impl;
 
-/* Who is where, for connecting a group's full mesh. */
+/* Who is where, for connecting a group's full mesh. Each pair of ranks has
+ * naddrs * sockets connections ("lanes"); lane i uses address i % naddrs. */
 typedef struct ring_plan {
-  int rank, size, lanes;
-  const dc_addr *addrs; /* size * lanes listening addresses */
-  int *listen_fds;      /* this rank's lanes listeners, already listening */
+  int rank, size, naddrs, sockets;
+  const dc_addr *addrs; /* size * naddrs listening addresses */
+  int *listen_fds;      /* this rank's naddrs listeners, already listening */
   uint64_t job, group;
 } ring_plan;
+
+static inline int ring_lanes(const ring_plan *p) {
+  return p->naddrs * p->sockets;
+}
+static inline const dc_addr *ring_addr(const ring_plan *p, int q, int lane) {
+  return &p->addrs[q * p->naddrs + lane % p->naddrs];
+}
+
+/* Connections per address: DISTCOMM_SOCKETS, default 1. */
+int ring_sockets(void);
 
 /* Connect to lower ranks, accept higher ones, handshake each connection.
  * Fills t->conns. Errors go to g (dc_fail) or, for init, the caller. */
@@ -35,7 +47,7 @@ extern const dc_backend_ops dc_ring_ops;
 
 
 /* Create a connected ring group from a plan whose listeners are open.
- * self: this rank's lanes addresses. On failure nothing is left behind and
+ * self: this rank's naddrs addresses. On failure nothing is left behind and
  * err says why. */
 dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
                      dc_group **out, char *err, size_t errlen);

@@ -33,7 +33,7 @@ static dc_status hear(int fd, dc_hello *h, double deadline) {
 static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
                              int q, int lane, double deadline, char *err,
                              size_t errlen) {
-  const dc_addr *a = &p->addrs[q * p->lanes + lane];
+  const dc_addr *a = ring_addr(p, q, lane);
   int fd;
   dc_status st = dc_sock_connect(a, deadline, &fd, err, errlen);
   if (st != DC_OK) {
@@ -58,16 +58,17 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
     close(fd);
     return st;
   }
-  dc_conn *k = &t->conns[q * p->lanes + lane];
+  dc_conn *k = &t->conns[q * ring_lanes(p) + lane];
   k->fd = fd;
   snprintf(k->addr, sizeof k->addr, "%s", a->text);
   dc_log(g, "connected to rank %d lane %d at %s", q, lane, a->text);
   return DC_OK;
 }
 
-/* Why a hello cannot be accepted, or DC_REFUSE_NONE. */
+/* Why a hello that came to listener l cannot be accepted, or
+ * DC_REFUSE_NONE. */
 static uint32_t judge(dc_tcp *t, const ring_plan *p, const dc_hello *h,
-                      int lane) {
+                      int l) {
   if (h->kind != DC_HELLO || h->version != DC_WIRE_VERSION)
     return DC_REFUSE_VERSION;
   if (h->job != p->job || h->group != p->group)
@@ -75,25 +76,26 @@ static uint32_t judge(dc_tcp *t, const ring_plan *p, const dc_hello *h,
   if (h->size != (uint32_t)p->size)
     return DC_REFUSE_SIZE;
   if (h->rank <= (uint32_t)p->rank || h->rank >= (uint32_t)p->size ||
-      h->lane != (uint32_t)lane ||
-      t->conns[h->rank * (uint32_t)p->lanes + h->lane].fd >= 0)
+      h->lane >= (uint32_t)ring_lanes(p) ||
+      h->lane % (uint32_t)p->naddrs != (uint32_t)l ||
+      t->conns[h->rank * (uint32_t)ring_lanes(p) + h->lane].fd >= 0)
     return DC_REFUSE_RANK;
   return DC_REFUSE_NONE;
 }
 
-/* Accept one connection on lane's listener; 1 if it joined the group. */
-static int accept_one(dc_group *g, dc_tcp *t, const ring_plan *p, int lane,
+/* Accept one connection on listener l; 1 if it joined the group. */
+static int accept_one(dc_group *g, dc_tcp *t, const ring_plan *p, int l,
                       double deadline) {
   int fd;
   char from[64], err[128];
-  if (dc_sock_accept(p->listen_fds[lane], deadline, &fd, from, sizeof from,
+  if (dc_sock_accept(p->listen_fds[l], deadline, &fd, from, sizeof from,
                      err, sizeof err) != DC_OK)
     return 0;
   double hd = dc_now() + HELLO_SECONDS;
   dc_hello h;
   dc_status st = hear(fd, &h, hd < deadline ? hd : deadline);
-  uint32_t why = st == DC_OK ? judge(t, p, &h, lane) : DC_REFUSE_VERSION;
-  dc_hello reply = hello_of(p, why ? DC_HELLO_REFUSED : DC_HELLO_OK, lane);
+  uint32_t why = st == DC_OK ? judge(t, p, &h, l) : DC_REFUSE_VERSION;
+  dc_hello reply = hello_of(p, why ? DC_HELLO_REFUSED : DC_HELLO_OK, l);
   reply.reason = why;
   if (st == DC_OK)
     say(fd, &reply, dc_now() + HELLO_SECONDS);
@@ -103,34 +105,34 @@ static int accept_one(dc_group *g, dc_tcp *t, const ring_plan *p, int lane,
     close(fd);
     return 0;
   }
-  dc_conn *k = &t->conns[h.rank * (uint32_t)p->lanes + h.lane];
+  dc_conn *k = &t->conns[h.rank * (uint32_t)ring_lanes(p) + h.lane];
   k->fd = fd;
   snprintf(k->addr, sizeof k->addr, "%s",
-           p->addrs[h.rank * (uint32_t)p->lanes + h.lane].text);
+           ring_addr(p, (int)h.rank, (int)h.lane)->text);
   dc_log(g, "accepted rank %u lane %u from %s", h.rank, h.lane, from);
   return 1;
 }
 
 static int first_missing(const dc_tcp *t, const ring_plan *p) {
   for (int q = p->rank + 1; q < p->size; q++)
-    for (int l = 0; l < p->lanes; l++)
-      if (t->conns[q * p->lanes + l].fd < 0)
+    for (int l = 0; l < ring_lanes(p); l++)
+      if (t->conns[q * ring_lanes(p) + l].fd < 0)
         return q;
   return -1;
 }
 
 static dc_status accept_all(dc_group *g, dc_tcp *t, const ring_plan *p,
                             double deadline, char *err, size_t errlen) {
-  int want = (p->size - 1 - p->rank) * p->lanes;
+  int want = (p->size - 1 - p->rank) * ring_lanes(p);
   struct pollfd pf[64];
-  int nl = p->lanes < 64 ? p->lanes : 64;
+  int nl = p->naddrs < 64 ? p->naddrs : 64;
   while (want > 0) {
     double left = deadline - dc_now();
     if (left <= 0) {
       int q = first_missing(t, p);
       snprintf(err, errlen, "rank %d timed out after %.0f s waiting for rank "
                "%d (%s) to connect: is rank %d running?",
-               p->rank, g->timeout_s, q, p->addrs[q * p->lanes].text, q);
+               p->rank, g->timeout_s, q, ring_addr(p, q, 0)->text, q);
       return DC_ERR_TIMEOUT;
     }
     for (int l = 0; l < nl; l++)
@@ -147,7 +149,7 @@ dc_status ring_connect(dc_group *g, dc_tcp *t, const ring_plan *p, char *err,
                        size_t errlen) {
   double deadline = dc_now() + g->timeout_s;
   for (int q = 0; q < p->rank; q++)
-    for (int l = 0; l < p->lanes; l++) {
+    for (int l = 0; l < ring_lanes(p); l++) {
       dc_status st = connect_one(g, t, p, q, l, deadline, err, errlen);
       if (st != DC_OK)
         return st;

@@ -14,10 +14,11 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
   dc_group *g = R ? dc_group_new(&dc_ring_ops, R, p->rank, p->size, p->group)
                   : NULL;
   if (R) {
-    R->lanes = p->lanes;
+    R->naddrs = p->naddrs;
+    R->sockets = p->sockets;
     R->job = p->job;
-    R->self = malloc(sizeof *R->self * (size_t)p->lanes);
-    R->tcp = g ? dc_tcp_new(g, p->rank, p->size, p->lanes) : NULL;
+    R->self = malloc(sizeof *R->self * (size_t)p->naddrs);
+    R->tcp = g ? dc_tcp_new(g, p->rank, p->size, ring_lanes(p)) : NULL;
   }
   if (!g || !R->self || !R->tcp) {
     snprintf(err, errlen, "out of memory");
@@ -27,7 +28,7 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
       free(R);
     return DC_ERR_NOMEM;
   }
-  memcpy(R->self, self, sizeof *R->self * (size_t)p->lanes);
+  memcpy(R->self, self, sizeof *R->self * (size_t)p->naddrs);
   g->timeout_s = timeout;
   g->op_name = "init";
   dc_status st = p->size > 1 ? ring_connect(g, R->tcp, p, err, errlen) : DC_OK;
@@ -38,6 +39,12 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
   }
   *out = g;
   return DC_OK;
+}
+
+int ring_sockets(void) {
+  const char *s = getenv("DISTCOMM_SOCKETS");
+  int n = s ? atoi(s) : 0;
+  return n >= 1 && n <= 16 ? n : 1;
 }
 
 /* The launcher gives every job an id; by hand, the hostfile names the job. */
@@ -80,7 +87,8 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
   dc_status st = hf->nranks > 1 ? listen_all(hf, rank, fds, err, errlen)
                                 : DC_OK;
   if (st == DC_OK) {
-    ring_plan p = {rank, hf->nranks, hf->naddrs, hf->addrs, fds, job_id(hf), 1};
+    ring_plan p = {rank,  hf->nranks, hf->naddrs, ring_sockets(),
+                   hf->addrs, fds, job_id(hf), 1};
     st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
                     out, err, errlen);
     for (int l = 0; hf->nranks > 1 && l < hf->naddrs; l++)
@@ -117,7 +125,8 @@ dc_status dc_ring_init(dc_group **out) {
   dc_hostfile_free(&hf);
   if (st != DC_OK)
     return dc_init_fail(st, "init: %s", err);
+  ring_impl *R = (*out)->impl;
   dc_log(*out, "ring ready: rank %ld of %d, %d connection(s) per peer", rank,
-         (*out)->size, ((ring_impl *)(*out)->impl)->lanes);
+         (*out)->size, R->naddrs * R->sockets);
   return DC_OK;
 }

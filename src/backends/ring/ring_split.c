@@ -42,7 +42,7 @@ static dc_status swap_addrs(dc_group *g, const int *ranks, int n, int me,
 
 static dc_status open_listeners(dc_group *g, ring_impl *R, dc_addr *mine,
                                 int *fds) {
-  for (int l = 0; l < R->lanes; l++) {
+  for (int l = 0; l < R->naddrs; l++) {
     char why[160];
     mine[l] = R->self[l];
     port0(&mine[l]);
@@ -70,19 +70,19 @@ static dc_status parse_all(dc_group *g, const char *texts, int count,
 static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
                                  int n, int me, uint64_t id, dc_addr *mine,
                                  int *fds, dc_group **out) {
-  size_t block = (size_t)R->lanes * ADDR_TEXT;
+  size_t block = (size_t)R->naddrs * ADDR_TEXT;
   char *texts = calloc((size_t)n, block);
-  dc_addr *addrs = calloc((size_t)n * (size_t)R->lanes, sizeof *addrs);
+  dc_addr *addrs = calloc((size_t)n * (size_t)R->naddrs, sizeof *addrs);
   dc_status st = texts && addrs ? DC_OK : dc_fail(g, DC_ERR_NOMEM, "no memory");
-  for (int l = 0; st == DC_OK && l < R->lanes; l++)
+  for (int l = 0; st == DC_OK && l < R->naddrs; l++)
     snprintf(texts + (size_t)me * block + (size_t)l * ADDR_TEXT, ADDR_TEXT,
              "%s", mine[l].text);
   if (st == DC_OK)
     st = swap_addrs(g, ranks, n, me, texts, block);
   if (st == DC_OK)
-    st = parse_all(g, texts, n * R->lanes, addrs);
+    st = parse_all(g, texts, n * R->naddrs, addrs);
   if (st == DC_OK) {
-    ring_plan p = {me, n, R->lanes, addrs, fds, R->job, id};
+    ring_plan p = {me, n, R->naddrs, R->sockets, addrs, fds, R->job, id};
     char err[400];
     st = ring_build(&p, mine, g->timeout_s, out, err, sizeof err);
     if (st != DC_OK)
@@ -96,13 +96,13 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
 dc_status ring_split(dc_group *g, const int *ranks, int n, int me,
                      uint64_t id, dc_group **out) {
   ring_impl *R = g->impl;
-  dc_addr *mine = calloc((size_t)R->lanes, sizeof *mine);
-  int *fds = calloc((size_t)R->lanes, sizeof *fds);
+  dc_addr *mine = calloc((size_t)R->naddrs, sizeof *mine);
+  int *fds = calloc((size_t)R->naddrs, sizeof *fds);
   dc_status st = mine && fds ? open_listeners(g, R, mine, fds)
                              : dc_fail(g, DC_ERR_NOMEM, "no memory");
   if (st == DC_OK) {
     st = connect_members(g, R, ranks, n, me, id, mine, fds, out);
-    for (int l = 0; l < R->lanes; l++)
+    for (int l = 0; l < R->naddrs; l++)
       close(fds[l]);
   }
   free(mine);
