@@ -11,6 +11,16 @@
 
 static dc_tcp *tcp_of(dc_group *g) { return ((ring_impl *)g->impl)->tcp; }
 
+/* Collectives run one ring per hostfile address: extra sockets per address
+ * measured slower for them on loopback (bench/README.md), while
+ * point-to-point gains from striping over every socket. */
+static void begin(dc_group *g, dc_comm *c, uint8_t opcode, size_t count,
+                  dc_dtype dtype, dc_op op, uint32_t aux) {
+  ring_impl *R = g->impl;
+  dc_tcp_begin(R->tcp, c, opcode, count, dtype, op, aux, (uint32_t)g->seq);
+  c->lanes = R->naddrs;
+}
+
 /* Algorithms return DC_ERR_NOMEM without a detail; everything else has one. */
 static dc_status done(dc_group *g, dc_status st) {
   if (st != DC_OK && g->err[0] == '\0')
@@ -21,16 +31,14 @@ static dc_status done(dc_group *g, dc_status st) {
 static dc_status ring_all_reduce(dc_group *g, const void *send, void *recv,
                                  size_t count, dc_dtype dtype, dc_op op) {
   dc_comm c;
-  dc_tcp_begin(tcp_of(g), &c, DC_OPC_ALL_REDUCE, count, dtype, op, 0,
-               (uint32_t)g->seq);
+  begin(g, &c, DC_OPC_ALL_REDUCE, count, dtype, op, 0);
   return done(g, dc_algo_all_reduce(&c, send, recv));
 }
 
 static dc_status ring_all_gather(dc_group *g, const void *send, void *recv,
                                  size_t count, dc_dtype dtype) {
   dc_comm c;
-  dc_tcp_begin(tcp_of(g), &c, DC_OPC_ALL_GATHER, count, dtype, DC_SUM, 0,
-               (uint32_t)g->seq);
+  begin(g, &c, DC_OPC_ALL_GATHER, count, dtype, DC_SUM, 0);
   return done(g, dc_algo_all_gather(&c, send, recv));
 }
 
@@ -38,23 +46,20 @@ static dc_status ring_reduce_scatter(dc_group *g, const void *send,
                                      void *recv, size_t count, dc_dtype dtype,
                                      dc_op op) {
   dc_comm c;
-  dc_tcp_begin(tcp_of(g), &c, DC_OPC_REDUCE_SCATTER, count, dtype, op, 0,
-               (uint32_t)g->seq);
+  begin(g, &c, DC_OPC_REDUCE_SCATTER, count, dtype, op, 0);
   return done(g, dc_algo_reduce_scatter(&c, send, recv));
 }
 
 static dc_status ring_broadcast(dc_group *g, void *buf, size_t count,
                                 dc_dtype dtype, int root) {
   dc_comm c;
-  dc_tcp_begin(tcp_of(g), &c, DC_OPC_BROADCAST, count, dtype, DC_SUM,
-               (uint32_t)root, (uint32_t)g->seq);
+  begin(g, &c, DC_OPC_BROADCAST, count, dtype, DC_SUM, (uint32_t)root);
   return done(g, dc_algo_broadcast(&c, buf, root));
 }
 
 static dc_status ring_barrier(dc_group *g) {
   dc_comm c;
-  dc_tcp_begin(tcp_of(g), &c, DC_OPC_BARRIER, 0, DC_UINT8, DC_SUM, 0,
-               (uint32_t)g->seq);
+  begin(g, &c, DC_OPC_BARRIER, 0, DC_UINT8, DC_SUM, 0);
   return done(g, dc_algo_barrier(&c));
 }
 

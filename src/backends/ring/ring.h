@@ -34,7 +34,7 @@ static inline const dc_addr *ring_addr(const ring_plan *p, int q, int lane) {
   return &p->addrs[q * p->naddrs + lane % p->naddrs];
 }
 
-/* Connections per address: DISTCOMM_SOCKETS, default 1. */
+/* Connections per address: DISTCOMM_SOCKETS, default 2. */
 int ring_sockets(void);
 
 /* Connect to lower ranks, accept higher ones, handshake each connection.

@@ -44,7 +44,7 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
 int ring_sockets(void) {
   const char *s = getenv("DISTCOMM_SOCKETS");
   int n = s ? atoi(s) : 0;
-  return n >= 1 && n <= 16 ? n : 1;
+  return n >= 1 && n <= 16 ? n : 2;
 }
 
 /* The launcher gives every job an id; by hand, the hostfile names the job. */
