@@ -31,6 +31,9 @@ typedef struct dc_backend_ops {
    * the parent rank of new rank i; me is this rank's new rank. */
   dc_status (*split)(dc_group *g, const int *ranks, int n, int me,
                      uint64_t color_tag, dc_group **out);
+  /* Optional: a backend with its own split (MPI_Comm_split) takes the whole
+   * call, on every rank of the parent, instead of the one above. */
+  dc_status (*split_all)(dc_group *g, int color, int key, dc_group **out);
   void (*destroy)(dc_group *g); /* close connections, free impl */
   /* Best effort after a failure: tell peers (abort frame / shutdown) so
    * nobody waits on this rank. Must not block. May be NULL. */
@@ -85,5 +88,7 @@ extern const dc_backend_ops dc_single_ops;
 /* Build the world ring group from MLX_RANK / MLX_HOSTFILE. DC_ERR_UNAVAILABLE
  * when they are not set; other errors name what is wrong (dc_last_error). */
 dc_status dc_ring_init(dc_group **out);
+/* The MPI world group when started by an MPI launcher (src/backends/mpi). */
+dc_status dc_mpi_init(dc_group **out);
 
 #endif

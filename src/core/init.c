@@ -1,5 +1,6 @@
 /* dc_init: pick a backend from the environment, keep one world group. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,19 +9,47 @@
 static pthread_mutex_t world_lock = PTHREAD_MUTEX_INITIALIZER;
 static dc_group *world;
 
-static dc_status make_world(const char *backend, int strict, dc_group **out) {
-  int any = strcmp(backend, "any") == 0;
-  if (!any && strcmp(backend, "ring") != 0)
-    return dc_init_fail(DC_ERR_UNAVAILABLE,
-                        "init: backend \"%s\" is not available (this build "
-                        "has: any, ring)",
-                        backend);
-  dc_status st = dc_ring_init(out);
-  if (st != DC_ERR_UNAVAILABLE || strict)
-    return st;
-  /* Nothing configured and not strict: a group of one, like MLX. */
+/* The backends "any" tries, in order. Each returns DC_ERR_UNAVAILABLE,
+ * with the reason in dc_last_error(), when its configuration is absent. */
+typedef struct backend_entry {
+  const char *name;
+  dc_status (*init)(dc_group **out);
+} backend_entry;
+
+static const backend_entry backends[] = {
+    {"ring", dc_ring_init}, /* MLX_RANK + MLX_HOSTFILE */
+    {"mpi", dc_mpi_init},   /* started by mpirun / mpiexec / srun */
+};
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+
+static dc_status singleton(dc_group **out) {
   *out = dc_group_new(&dc_single_ops, NULL, 0, 1, 0);
   return *out ? DC_OK : dc_init_fail(DC_ERR_NOMEM, "init: out of memory");
+}
+
+/* Try each backend named (or all for "any"); keep every reason so that a
+ * strict failure says what each backend was missing. */
+static dc_status make_world(const char *name, int strict, dc_group **out) {
+  int any = strcmp(name, "any") == 0, tried = 0;
+  char why[1024] = "";
+  for (size_t i = 0; i < NBACKENDS; i++) {
+    if (!any && strcmp(name, backends[i].name) != 0)
+      continue;
+    tried = 1;
+    dc_status st = backends[i].init(out);
+    if (st != DC_ERR_UNAVAILABLE)
+      return st;
+    size_t n = strlen(why);
+    snprintf(why + n, sizeof why - n, "%s%s", n ? "; " : "", dc_last_error());
+  }
+  if (!tried)
+    return dc_init_fail(DC_ERR_UNAVAILABLE,
+                        "init: backend \"%s\" is not available (this build "
+                        "has: any, ring, mpi)",
+                        name);
+  if (strict)
+    return dc_init_fail(DC_ERR_UNAVAILABLE, "%s", why);
+  return singleton(out); /* nothing configured: a group of one, like MLX */
 }
 
 dc_status dc_init(const char *backend, int strict, dc_group **group) {

@@ -76,6 +76,8 @@ dc_status dc_group_split(dc_group *g, int color, int key, dc_group **out) {
     return g->failed;
   g->op_name = "split";
   g->seq++;
+  if (g->ops->split_all && g->size > 1)
+    return g->ops->split_all(g, color, key, out);
   int32_t mine[2] = {color < 0 ? -1 : color, key};
   int32_t *all = malloc(sizeof mine * (size_t)g->size);
   member *m = malloc(sizeof *m * (size_t)g->size);

@@ -60,16 +60,25 @@ static void signal_groups(struct dcl_job *j, int sig)
     }
 }
 
-static void begin_stop(struct dcl_job *j, int exit_code)
+static void term_now(struct dcl_job *j)
+{
+    j->termed = true;
+    j->kill_at = dcl_now_ms() + DCL_GRACE_MS;
+    dcl_info("sending SIGTERM to every rank's process group");
+    signal_groups(j, SIGTERM);
+}
+
+/* settle_ms: how long the other ranks may take to exit on their own. */
+static void begin_stop(struct dcl_job *j, int exit_code, int settle_ms)
 {
     if (j->stopping)
         return;
     j->stopping = true;
     j->exit_code = exit_code;
-    j->kill_at = dcl_now_ms() + DCL_GRACE_MS;
     j->stdin_open = false;
-    dcl_info("sending SIGTERM to every rank's process group");
-    signal_groups(j, SIGTERM);
+    j->term_at = dcl_now_ms() + settle_ms;
+    if (settle_ms == 0)
+        term_now(j);
 }
 
 static void kill_now(struct dcl_job *j)
@@ -85,7 +94,7 @@ int dcl_job_start(struct dcl_job *j, const struct dcl_launch_env *e)
         int rc = dcl_spawn_rank(&j->ranks[i], e);
         j->started = i + 1;
         if (rc != 0) {
-            begin_stop(j, rc);
+            begin_stop(j, rc, 0);
             return rc;
         }
         dcl_info("rank %d started: pid %d", i, (int)j->ranks[i].pid);
@@ -126,7 +135,7 @@ static void on_rank_exit(struct dcl_job *j, struct dcl_rank *r)
     if (ok)
         dcl_info("rank %d (pid %d) exited normally", r->index, (int)r->pid);
     else if (!j->stopping)
-        begin_stop(j, report_failure(j, r));
+        begin_stop(j, report_failure(j, r), DCL_SETTLE_MS);
     else
         dcl_info("rank %d (pid %d) stopped (wait status 0x%x)", r->index, (int)r->pid,
                  (unsigned)r->wstatus);
@@ -159,14 +168,16 @@ static void check_signals(struct dcl_job *j)
     if (count == j->stop_signals)
         return;
     j->stop_signals = count;
-    if (j->stopping) { /* a second Ctrl-C: do not wait for the grace period */
-        if (!j->killed)
+    if (j->stopping) { /* a second Ctrl-C: do not wait any longer */
+        if (!j->termed)
+            term_now(j);
+        else if (!j->killed)
             kill_now(j);
         return;
     }
     const char *name = sigabbrev_np(sig);
     dcl_error("received SIG%s; stopping all ranks", name ? name : "?");
-    begin_stop(j, 128 + sig);
+    begin_stop(j, 128 + sig, 0);
 }
 
 static bool streams_open(const struct dcl_job *j)
@@ -250,7 +261,9 @@ static void dispatch(struct dcl_job *j, int k)
 static int next_timeout(const struct dcl_job *j)
 {
     int64_t now = dcl_now_ms(), t = 1000; /* also re-checks a backgrounded tty */
-    if (j->stopping && !j->killed && j->kill_at - now < t)
+    if (j->stopping && !j->termed && j->term_at - now < t)
+        t = j->term_at - now;
+    if (j->termed && !j->killed && j->kill_at - now < t)
         t = j->kill_at - now;
     if (j->drain_until != 0 && j->drain_until - now < t)
         t = j->drain_until - now;
@@ -282,7 +295,9 @@ int dcl_job_run(struct dcl_job *j)
         check_signals(j);
         reap(j);
         int64_t now = dcl_now_ms();
-        if (j->stopping && !j->killed && now >= j->kill_at)
+        if (j->stopping && !j->termed && now >= j->term_at)
+            term_now(j);
+        if (j->termed && !j->killed && now >= j->kill_at)
             kill_now(j);
         if (!others_running(j, -1) && (!streams_open(j) || now >= j->drain_until))
             break;

@@ -8,6 +8,10 @@
 #include "rank.h"
 #include "spawn.h"
 
+/* After a rank fails, how long the others get to exit on their own before
+ * SIGTERM: distcomm ranks notice a dead peer within milliseconds and exit
+ * with their own error line, which is worth seeing. */
+#define DCL_SETTLE_MS 1000
 /* How long ranks get between SIGTERM and SIGKILL. */
 #define DCL_GRACE_MS 2000
 /* How long we keep forwarding output after the last rank exited (pipes held
@@ -20,11 +24,13 @@ struct dcl_job {
     int started;      /* ranks forked so far */
     bool tag;
     bool stdin_open;  /* still reading our own stdin */
-    bool stopping;    /* SIGTERM sent; ranks that exit now are not failures */
+    bool stopping;    /* a rank failed or we were told to stop; ranks that
+                         exit now are not failures */
+    bool termed;      /* SIGTERM sent */
     bool killed;      /* SIGKILL sent */
     int exit_code;
     int stop_signals; /* SIGINT/SIGTERM/SIGHUP seen, to escalate on a second one */
-    int64_t kill_at;
+    int64_t term_at, kill_at;
     int64_t drain_until; /* 0 until every rank has exited */
 };
 
