@@ -72,7 +72,8 @@ const char *dc_version(void);
   X(ERR_UNAVAILABLE, -8, "backend unavailable (not built or not configured)")   \
   X(ERR_CONFIG, -9, "bad configuration (hostfile or environment)")              \
   X(ERR_AUTH, -10, "authentication failed")                                     \
-  X(ERR_ABORTED, -11, "group aborted by an earlier failure")
+  X(ERR_ABORTED, -11, "group aborted by an earlier failure")                  \
+  X(ERR_INTERRUPTED, -12, "interrupted by the caller")
 
 typedef enum dc_status {
 #define DC_STATUS_ENUM_(name, value, text) DC_##name = value,
@@ -158,6 +159,14 @@ const char *dc_group_last_error(const dc_group *group);
 
 /* Per-group timeout in seconds (> 0): how long a wait may see no progress. */
 dc_status dc_group_set_timeout(dc_group *group, double seconds);
+
+/* A function the library calls while a collective waits (at least every
+ * 100 ms): returning non-zero abandons the wait with DC_ERR_INTERRUPTED and
+ * poisons the group (its streams are out of step). Used by the Python
+ * module so that Ctrl-C interrupts a long wait. fn NULL removes it. */
+typedef int (*dc_interrupt_fn)(void *arg);
+dc_status dc_group_set_interrupt(dc_group *group, dc_interrupt_fn fn,
+                                 void *arg);
 
 /* Split into subgroups: ranks with the same color form a group, ordered by
  * key (ties, and key < 0, keep the parent's order). A collective over the

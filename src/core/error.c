@@ -34,7 +34,7 @@ const char *dc_status_name(dc_status status) {
 static int poisons(dc_status st) {
   return st == DC_ERR_TIMEOUT || st == DC_ERR_PEER_LOST ||
          st == DC_ERR_MISMATCH || st == DC_ERR_SYSTEM || st == DC_ERR_AUTH ||
-         st == DC_ERR_NOMEM;
+         st == DC_ERR_NOMEM || st == DC_ERR_INTERRUPTED;
 }
 
 dc_status dc_vfail(dc_group *g, dc_status st, const char *fmt, va_list ap) {

@@ -44,6 +44,14 @@ dc_status dc_group_set_timeout(dc_group *g, double seconds) {
   return DC_OK;
 }
 
+dc_status dc_group_set_interrupt(dc_group *g, dc_interrupt_fn fn, void *arg) {
+  if (!g)
+    return dc_init_fail(DC_ERR_INVALID, "set_interrupt: group is NULL");
+  g->interrupt = fn;
+  g->interrupt_arg = arg;
+  return DC_OK;
+}
+
 /* Common entry: a live group, a name for errors, a fresh detail. */
 static dc_status enter(dc_group *g, const char *name) {
   if (!g)

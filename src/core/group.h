@@ -47,6 +47,8 @@ struct dc_group {
   int refs;            /* references handed out (world group: dc_init calls) */
   int is_world;
   double timeout_s;    /* max seconds without progress */
+  dc_interrupt_fn interrupt; /* polled while waiting; non-zero abandons */
+  void *interrupt_arg;
   int verbose;         /* log to stderr */
   dc_status failed;    /* first communication failure: the group is poisoned */
   const char *op_name; /* public name of the op in progress ("all_sum") */

@@ -305,6 +305,7 @@ static void wait_ready(dc_tcp *t, xstate *s, int n, double left) {
 
 static dc_status run_batch(dc_tcp *t, dc_comm *c, xstate *s, int n) {
   double last = dc_now(), spin_until = last + (t->spin ? SPIN_SECONDS : 0);
+  double asked = last;
   for (;;) {
     int moved, left;
     dc_status st = pass(t, c, s, n, &moved, &left);
@@ -318,8 +319,14 @@ static dc_status run_batch(dc_tcp *t, dc_comm *c, xstate *s, int n) {
     }
     if (now - last > t->g->timeout_s)
       return timed_out(t, c, s, n);
-    if (now >= spin_until)
-      wait_ready(t, s, n, t->g->timeout_s - (now - last));
+    if (now < spin_until)
+      continue;
+    wait_ready(t, s, n, t->g->timeout_s - (now - last));
+    if (t->g->interrupt && now - asked >= 0.05) { /* cheap, but not free */
+      asked = now;
+      if (t->g->interrupt(t->g->interrupt_arg))
+        return dc_fail(t->g, DC_ERR_INTERRUPTED, "interrupted while waiting");
+    }
   }
 }
 
