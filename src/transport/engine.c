@@ -7,17 +7,22 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/group.h"
 #include "core/reduce.h"
 #include "transport/engine.h"
 #include "transport/frame.h"
+#include "transport/shm.h"
 #include "transport/sock.h"
 
 #define WINDOW_BYTES (256u * 1024u) /* reduce-on-receive scratch: fits L2 */
 #define MAX_IO (8u << 20)            /* bytes per syscall: keep lanes fair */
 #define SPIN_SECONDS 50e-6
+#define SHM_STEP (64u * 1024u)        /* publish pipe bytes this often */
+#define BACKOFF_MIN_US 20             /* sleeping while a same-host peer */
+#define BACKOFF_MAX_US 1000           /* is slow: never 100% CPU forever */
 
 typedef struct xstate {
   dc_xfer *x;
@@ -61,6 +66,9 @@ void dc_tcp_free(dc_tcp *t) {
       close(t->conns[i].fd);
     free(t->conns[i].window);
   }
+  for (int i = 0; i < t->nsegs; i++)
+    dc_shm_close(&t->segs[i]);
+  free(t->segs);
   free(t->conns);
   free(t->p2p_tx);
   free(t->p2p_rx);
@@ -141,20 +149,41 @@ static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
 
 /* ---- one step of a transfer ------------------------------------------ */
 
-/* Returns bytes moved (0: would block), or -errno / -1 on EOF. */
+/* Byte I/O on a connection, through its pipe or its socket. Both return
+ * bytes moved (0: would block), or -errno / -1 on EOF. */
+static ssize_t conn_writev(dc_conn *k, struct iovec *iov, int n) {
+  if (k->tx)
+    return (ssize_t)dc_pipe_write(k->tx, iov, n);
+  struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+  ssize_t w = sendmsg(k->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (w < 0)
+    return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+  return w;
+}
+
+static ssize_t conn_read(dc_conn *k, void *p, size_t n) {
+  if (k->rx)
+    return (ssize_t)dc_pipe_read(k->rx, p, n < SHM_STEP ? n : SHM_STEP);
+  ssize_t r = recv(k->fd, p, n < MAX_IO ? n : MAX_IO, MSG_DONTWAIT);
+  if (r == 0)
+    return -1;
+  if (r < 0)
+    return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+  return r;
+}
+
 static ssize_t step_send(xstate *s) {
   struct iovec iov[2];
   int n = 0;
   if (s->hdr_done < DC_FRAME_BYTES)
     iov[n++] = (struct iovec){s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done};
-  size_t left = s->x->len - s->done;
+  size_t left = s->x->len - s->done, most = s->conn->tx ? SHM_STEP : MAX_IO;
   if (left)
     iov[n++] = (struct iovec){(char *)s->x->buf + s->done,
-                              left < MAX_IO ? left : MAX_IO};
-  struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-  ssize_t w = sendmsg(s->conn->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-  if (w < 0)
-    return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+                              left < most ? left : most};
+  ssize_t w = conn_writev(s->conn, iov, n);
+  if (w <= 0)
+    return w;
   size_t h = DC_FRAME_BYTES - s->hdr_done;
   size_t used = (size_t)w < h ? (size_t)w : h;
   s->hdr_done += used;
@@ -164,44 +193,63 @@ static ssize_t step_send(xstate *s) {
   return w;
 }
 
-static ssize_t recv_some(int fd, void *p, size_t n) {
-  ssize_t r = recv(fd, p, n < MAX_IO ? n : MAX_IO, MSG_DONTWAIT);
-  if (r == 0)
-    return -1;
-  if (r < 0)
-    return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-  return r;
+/* buf[done..] = own op in, for bytes (whole elements) of incoming data. */
+static void reduce_into(dc_comm *c, xstate *s, const void *in, size_t bytes) {
+  size_t es = dc_dtype_size(c->dtype);
+  char *dst = (char *)s->x->buf + s->done;
+  const char *own = s->x->src ? (const char *)s->x->src + s->done : dst;
+  if (own != dst)
+    memcpy(dst, own, bytes); /* just in time: dst stays in cache */
+  dc_reduce(dst, in, bytes / es, c->dtype, c->op);
+  s->done += bytes;
 }
 
 /* Reduce the whole elements in the window into the destination. */
 static void flush_window(dc_comm *c, xstate *s) {
   size_t es = dc_dtype_size(c->dtype);
   size_t whole = s->in_window / es * es;
-  char *dst = (char *)s->x->buf + s->done;
-  const char *src = s->x->src ? (const char *)s->x->src + s->done : dst;
-  if (src != dst)
-    memcpy(dst, src, whole); /* just in time: dst stays in cache */
-  dc_reduce((char *)s->x->buf + s->done, s->conn->window, whole / es,
-            c->dtype, c->op);
-  s->done += whole;
+  reduce_into(c, s, s->conn->window, whole);
   s->in_window -= whole;
   memmove(s->conn->window, s->conn->window + whole, s->in_window);
+}
+
+/* A pipe is reduced from where the bytes lie; only an element that wraps
+ * round the end of the pipe goes through the window. */
+static ssize_t reduce_from_pipe(dc_comm *c, xstate *s, size_t left) {
+  size_t es = dc_dtype_size(c->dtype);
+  const unsigned char *at;
+  size_t k = s->in_window ? 0 : dc_pipe_peek(s->conn->rx, &at);
+  k = (k < left ? k : left);
+  k = (k < SHM_STEP ? k : SHM_STEP) / es * es;
+  if (k == 0)
+    return -2; /* take the window path */
+  reduce_into(c, s, at, k);
+  dc_pipe_consume(s->conn->rx, k);
+  return (ssize_t)k;
 }
 
 static ssize_t step_payload(dc_comm *c, xstate *s) {
   dc_conn *k = s->conn;
   size_t left = s->x->len - s->done - s->in_window;
   if (!s->x->reduce) {
-    ssize_t r = recv_some(k->fd, (char *)s->x->buf + s->done, left);
+    ssize_t r = conn_read(k, (char *)s->x->buf + s->done, left);
     if (r > 0)
       s->done += (size_t)r;
     return r;
   }
-  size_t room = WINDOW_BYTES - s->in_window;
-  ssize_t r = recv_some(k->fd, k->window + s->in_window, left < room ? left : room);
+  if (k->rx) {
+    ssize_t r = reduce_from_pipe(c, s, left);
+    if (r != -2)
+      return r;
+  }
+  size_t es = dc_dtype_size(c->dtype), room = WINDOW_BYTES - s->in_window;
+  if (k->rx) /* only the element that wraps, then back to reducing in place */
+    room = es - s->in_window % es;
+  ssize_t r = conn_read(k, k->window + s->in_window, left < room ? left : room);
   if (r > 0) {
     s->in_window += (size_t)r;
-    if (s->in_window == WINDOW_BYTES || (size_t)r == left)
+    if (s->in_window == WINDOW_BYTES || (size_t)r == left ||
+        (k->rx && s->in_window % es == 0))
       flush_window(c, s);
   }
   return r;
@@ -211,7 +259,7 @@ static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
   dc_conn *k = s->conn;
   ssize_t r;
   if (s->hdr_done < DC_FRAME_BYTES) {
-    r = recv_some(k->fd, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
+    r = conn_read(k, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
     if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES)
       *st = check_header(t, c, s);
   } else {
@@ -284,28 +332,62 @@ static dc_status timed_out(dc_tcp *t, dc_comm *c, xstate *s, int n) {
   return dc_fail(t->g, DC_ERR_TIMEOUT, "no progress");
 }
 
-static void wait_ready(dc_tcp *t, xstate *s, int n, double left) {
+/* A same-host peer's socket carries nothing but an abort frame or its end:
+ * either way the wait is over. */
+static dc_status check_control(dc_tcp *t, dc_comm *c, dc_conn *k) {
+  unsigned char h[DC_FRAME_BYTES];
+  dc_status st = dc_sock_read_all(k->fd, h, sizeof h, dc_now() + 1.0);
+  if (st == DC_ERR_PEER_LOST)
+    return lost(t, c, k, 0);
+  dc_frame f;
+  if (st != DC_OK || dc_frame_decode(h, &f) != DC_OK ||
+      f.kind != DC_FRAME_ABORT)
+    return dc_fail(t->g, DC_ERR_MISMATCH,
+                   "rank %d (%s) sent unexpected bytes on its control "
+                   "connection", k->peer, k->addr);
+  return read_abort(t, k, &f);
+}
+
+/* Sleep until a socket is ready, or for *backoff_us when a same-host peer
+ * is involved (pipes have no fd). Returns a same-host peer whose control
+ * socket spoke, or NULL. */
+static dc_conn *wait_ready(xstate *s, int n, double left, int *backoff_us) {
   struct pollfd p[256];
-  int m = 0;
+  dc_conn *who[256];
+  int m = 0, shm = 0;
   for (int i = 0; i < n && m < 256; i++) {
     if (!active(s, i))
       continue;
-    short ev = s[i].x->is_send ? POLLOUT : POLLIN;
+    dc_conn *k = s[i].conn;
+    short ev = k->tx ? POLLIN | POLLRDHUP : s[i].x->is_send ? POLLOUT : POLLIN;
+    shm |= k->tx != NULL;
     int j = 0;
-    while (j < m && p[j].fd != s[i].conn->fd)
+    while (j < m && p[j].fd != k->fd)
       j++;
-    if (j == m)
-      p[m++] = (struct pollfd){.fd = s[i].conn->fd};
+    if (j == m) {
+      who[m] = k;
+      p[m++] = (struct pollfd){.fd = k->fd};
+    }
     p[j].events |= ev;
   }
-  (void)t;
-  int ms = left > 0.1 ? 100 : (int)(left * 1000) + 1;
-  poll(p, (nfds_t)m, ms);
+  double secs = shm ? *backoff_us * 1e-6 : left > 0.1 ? 0.1 : left;
+  struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+  if (ppoll(p, (nfds_t)m, &ts, NULL) <= 0)
+    return NULL;
+  if (shm && *backoff_us < BACKOFF_MAX_US)
+    *backoff_us *= 2;
+  for (int j = 0; j < m; j++)
+    if (who[j]->tx && p[j].revents)
+      return who[j];
+  return NULL;
 }
 
 static dc_status run_batch(dc_tcp *t, dc_comm *c, xstate *s, int n) {
   double last = dc_now(), spin_until = last + (t->spin ? SPIN_SECONDS : 0);
   double asked = last;
+  int backoff = BACKOFF_MIN_US;
+  dc_conn *spoke = NULL; /* a same-host peer's socket spoke: it may have
+                            written its last bytes to the pipe and left */
   for (;;) {
     int moved, left;
     dc_status st = pass(t, c, s, n, &moved, &left);
@@ -315,13 +397,17 @@ static dc_status run_batch(dc_tcp *t, dc_comm *c, xstate *s, int n) {
     if (moved) {
       last = now;
       spin_until = now + (t->spin ? SPIN_SECONDS : 0);
+      backoff = BACKOFF_MIN_US;
+      spoke = NULL;
       continue;
     }
+    if (spoke) /* and the pipe has nothing more */
+      return check_control(t, c, spoke);
     if (now - last > t->g->timeout_s)
       return timed_out(t, c, s, n);
     if (now < spin_until)
       continue;
-    wait_ready(t, s, n, t->g->timeout_s - (now - last));
+    spoke = wait_ready(s, n, t->g->timeout_s - (now - last), &backoff);
     if (t->g->interrupt && now - asked >= 0.05) { /* cheap, but not free */
       asked = now;
       if (t->g->interrupt(t->g->interrupt_arg))
@@ -394,7 +480,7 @@ void dc_tcp_poison(dc_tcp *t, dc_status st, const char *why) {
     dc_conn *k = &t->conns[i];
     if (k->fd < 0)
       continue;
-    if (pad_frame(k, deadline)) {
+    if (k->tx || pad_frame(k, deadline)) { /* pipes: the socket is idle */
       dc_frame f = {.kind = DC_FRAME_ABORT, .len = len, .aux = (uint32_t)st};
       unsigned char h[DC_FRAME_BYTES];
       dc_frame_encode(&f, h);

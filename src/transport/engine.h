@@ -18,6 +18,10 @@ typedef struct dc_conn {
   size_t tx_left;       /* bytes of the outgoing frame not yet written */
   uint64_t op_rx;       /* payload bytes received during the current op */
   unsigned char *window; /* scratch for reduce-on-receive */
+  uint64_t host;        /* the peer's host key (from its hello) */
+  /* Same-host peers: the bytes go through shared-memory pipes and fd only
+   * watches the peer's life and carries abort frames. */
+  struct dc_pipe *tx, *rx;
 } dc_conn;
 
 typedef struct dc_tcp {
@@ -26,6 +30,8 @@ typedef struct dc_tcp {
   dc_conn *conns;       /* conns[peer * lanes + lane] */
   uint32_t *p2p_tx, *p2p_rx; /* send/recv counters per peer */
   int spin;             /* busy-poll briefly before sleeping in poll() */
+  struct dc_shm_seg *segs; /* shared memory mapped for this group */
+  int nsegs;
 } dc_tcp;
 
 /* Allocate an engine for size ranks x lanes connections (all fd = -1). */

@@ -94,6 +94,8 @@ static const char *opcode_name(unsigned op, unsigned redop) {
     return "barrier";
   case DC_OPC_SPLIT:
     return "split";
+  case DC_OPC_SETUP:
+    return "set-up";
   }
   return "unknown op";
 }
@@ -132,12 +134,13 @@ void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]) {
   put32(out + 28, h->size);
   put16(out + 32, h->lane);
   put16(out + 34, h->reason);
-  put32(out + 36, header_check(out, 36));
+  put64(out + 36, h->host);
+  put32(out + 44, header_check(out, 44));
 }
 
 dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
                           dc_hello *h) {
-  if (get32(in) != 0x4d434344u || get32(in + 36) != header_check(in, 36))
+  if (get32(in) != 0x4d434344u || get32(in + 44) != header_check(in, 44))
     return DC_ERR_AUTH;
   h->kind = get16(in + 4);
   h->version = get16(in + 6);
@@ -147,6 +150,7 @@ dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
   h->size = get32(in + 28);
   h->lane = get16(in + 32);
   h->reason = get16(in + 34);
+  h->host = get64(in + 36);
   return DC_OK;
 }
 

@@ -19,7 +19,7 @@
 #define DC_WIRE_MAGIC 0x4443u /* "DC" */
 #define DC_WIRE_VERSION 1u
 #define DC_FRAME_BYTES 32
-#define DC_HELLO_BYTES 40
+#define DC_HELLO_BYTES 48
 #define DC_ABORT_TEXT_MAX 480
 
 enum dc_frame_kind { DC_FRAME_DATA = 1, DC_FRAME_ABORT = 2 };
@@ -33,6 +33,7 @@ enum dc_opcode {
   DC_OPC_BROADCAST,
   DC_OPC_BARRIER,
   DC_OPC_SPLIT,
+  DC_OPC_SETUP, /* shared-memory set-up inside init and split */
 };
 
 typedef struct dc_frame {
@@ -62,6 +63,7 @@ typedef struct dc_hello {
   uint64_t job;      /* DISTCOMM_JOB_ID, or a hash of the hostfile */
   uint64_t group;    /* group id (world or split) */
   uint32_t rank, size, lane, reason; /* reason: why refused (dc_hello_reason) */
+  uint64_t host;     /* dc_host_key() of the sender: same host, shared memory */
 } dc_hello;
 
 enum dc_hello_reason {

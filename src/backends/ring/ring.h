@@ -25,6 +25,7 @@ typedef struct ring_plan {
   const dc_addr *addrs; /* size * naddrs listening addresses */
   int *listen_fds;      /* this rank's naddrs listeners, already listening */
   uint64_t job, group;
+  uint64_t host;        /* dc_host_key(): peers with the same share memory */
 } ring_plan;
 
 static inline int ring_lanes(const ring_plan *p) {
@@ -41,6 +42,10 @@ int ring_sockets(void);
  * Fills t->conns. Errors go to g (dc_fail) or, for init, the caller. */
 dc_status ring_connect(dc_group *g, dc_tcp *t, const ring_plan *p, char *err,
                        size_t errlen);
+
+/* After connecting: same-host peers get shared-memory pipes (unless
+ * DISTCOMM_SHM=0). A pair that cannot map them keeps TCP. */
+dc_status ring_shm_setup(dc_group *g, dc_tcp *t, const ring_plan *p);
 
 extern const dc_backend_ops dc_ring_ops;
 

@@ -15,7 +15,8 @@
 static dc_hello hello_of(const ring_plan *p, uint32_t kind, int lane) {
   return (dc_hello){.kind = kind, .version = DC_WIRE_VERSION, .job = p->job,
                     .group = p->group, .rank = (uint32_t)p->rank,
-                    .size = (uint32_t)p->size, .lane = (uint32_t)lane};
+                    .size = (uint32_t)p->size, .lane = (uint32_t)lane,
+                    .host = p->host};
 }
 
 static dc_status say(int fd, const dc_hello *h, double deadline) {
@@ -60,6 +61,7 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
   }
   dc_conn *k = &t->conns[q * ring_lanes(p) + lane];
   k->fd = fd;
+  k->host = reply.host;
   snprintf(k->addr, sizeof k->addr, "%s", a->text);
   dc_log(g, "connected to rank %d lane %d at %s", q, lane, a->text);
   return DC_OK;
@@ -107,6 +109,7 @@ static int accept_one(dc_group *g, dc_tcp *t, const ring_plan *p, int l,
   }
   dc_conn *k = &t->conns[h.rank * (uint32_t)ring_lanes(p) + h.lane];
   k->fd = fd;
+  k->host = h.host;
   snprintf(k->addr, sizeof k->addr, "%s",
            ring_addr(p, (int)h.rank, (int)h.lane)->text);
   dc_log(g, "accepted rank %u lane %u from %s", h.rank, h.lane, from);

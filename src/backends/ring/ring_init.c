@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "backends/ring/ring.h"
+#include "transport/shm.h"
 #include "transport/sock.h"
 
 dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
@@ -31,7 +32,14 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
   memcpy(R->self, self, sizeof *R->self * (size_t)p->naddrs);
   g->timeout_s = timeout;
   g->op_name = "init";
-  dc_status st = p->size > 1 ? ring_connect(g, R->tcp, p, err, errlen) : DC_OK;
+  ring_plan plan = *p;
+  plan.host = dc_host_key();
+  dc_status st = p->size > 1 ? ring_connect(g, R->tcp, &plan, err, errlen) : DC_OK;
+  if (st == DC_OK && p->size > 1) {
+    st = ring_shm_setup(g, R->tcp, &plan);
+    if (st != DC_OK)
+      snprintf(err, errlen, "%s", g->err);
+  }
   g->op_name = NULL;
   if (st != DC_OK) {
     dc_group_free(g);
@@ -88,7 +96,7 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
                                 : DC_OK;
   if (st == DC_OK) {
     ring_plan p = {rank,  hf->nranks, hf->naddrs, ring_sockets(),
-                   hf->addrs, fds, job_id(hf), 1};
+                   hf->addrs, fds, job_id(hf), 1, 0};
     st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
                     out, err, errlen);
     for (int l = 0; hf->nranks > 1 && l < hf->naddrs; l++)

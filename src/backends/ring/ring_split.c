@@ -82,7 +82,7 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
   if (st == DC_OK)
     st = parse_all(g, texts, n * R->naddrs, addrs);
   if (st == DC_OK) {
-    ring_plan p = {me, n, R->naddrs, R->sockets, addrs, fds, R->job, id};
+    ring_plan p = {me, n, R->naddrs, R->sockets, addrs, fds, R->job, id, 0};
     char err[400];
     st = ring_build(&p, mine, g->timeout_s, out, err, sizeof err);
     if (st != DC_OK)

@@ -1,0 +1,132 @@
+/* Shared memory between the ranks of a group that share a host: each rank
+ * makes one segment of incoming pipes, tells its same-host peers its name
+ * over TCP, they map it and say so, and it is unlinked at once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/ring/ring.h"
+#include "transport/frame.h"
+#include "transport/shm.h"
+
+#define NAME_BYTES 96
+
+typedef struct shm_plan {
+  dc_group *g;
+  dc_tcp *t;
+  const ring_plan *p;
+  uint64_t *hosts;  /* every rank's host key */
+  int *peers, npeers; /* this rank's same-host peers, in rank order */
+} shm_plan;
+
+/* Position of rank x among rank r's same-host peers. */
+static int pos(const shm_plan *s, int r, int x) {
+  int k = 0;
+  for (int q = 0; q < x; q++)
+    k += q != r && s->hosts[q] == s->hosts[r];
+  return k;
+}
+
+static int count_local(const shm_plan *s, int r) {
+  return pos(s, r, s->p->size);
+}
+
+/* One round over TCP with every same-host peer: peer i gets bytes at
+ * mine + i * stride, and its answer lands at theirs + i * bytes. */
+static dc_status swap(shm_plan *s, uint32_t round, const char *mine,
+                      size_t stride, char *theirs, size_t bytes) {
+  dc_comm c;
+  dc_tcp_begin(s->t, &c, DC_OPC_SETUP, bytes, DC_UINT8, DC_SUM, round, 0);
+  dc_xfer *x = malloc(sizeof *x * 2 * (size_t)s->npeers);
+  if (!x)
+    return dc_fail(s->g, DC_ERR_NOMEM, "no memory for the shm set-up");
+  for (int i = 0; i < s->npeers; i++) {
+    x[2 * i] = dc_xsend(s->peers[i], 0, mine + stride * (size_t)i, bytes);
+    x[2 * i + 1] = dc_xrecv(s->peers[i], 0, theirs + bytes * (size_t)i, bytes);
+  }
+  dc_status st = c.run(&c, x, 2 * s->npeers);
+  free(x);
+  return st;
+}
+
+static void wire(shm_plan *s, int i, const dc_shm_seg *mine,
+                 const dc_shm_seg *theirs) {
+  dc_tcp *t = s->t;
+  int q = s->peers[i], me = s->p->rank, lanes = t->lanes;
+  for (int l = 0; l < lanes; l++) {
+    dc_conn *k = &t->conns[q * lanes + l];
+    k->tx = dc_shm_pipe(theirs, (size_t)(pos(s, q, me) * lanes + l));
+    k->rx = dc_shm_pipe(mine, (size_t)(pos(s, me, q) * lanes + l));
+  }
+}
+
+/* Map every peer's segment; ok[i] says whether peer i's worked. */
+static void attach_all(shm_plan *s, const char *names, unsigned char *ok) {
+  dc_tcp *t = s->t;
+  for (int i = 0; i < s->npeers; i++) {
+    char err[160];
+    size_t pipes = (size_t)count_local(s, s->peers[i]) * (size_t)t->lanes;
+    dc_shm_seg *seg = &t->segs[1 + i];
+    const char *name = names + (size_t)i * NAME_BYTES;
+    ok[i] = name[0] && dc_shm_attach(seg, name, pipes, err, sizeof err) == DC_OK;
+    if (!ok[i])
+      dc_log(s->g, "shared memory with rank %d unavailable (%s): using TCP",
+             s->peers[i], name[0] ? err : "it has none");
+  }
+}
+
+static dc_status connect_pipes(shm_plan *s) {
+  dc_tcp *t = s->t;
+  const ring_plan *p = s->p;
+  char name[NAME_BYTES] = "", err[160];
+  snprintf(name, sizeof name, "/distcomm-%016llx-%016llx-%d-%ld",
+           (unsigned long long)p->job, (unsigned long long)p->group, p->rank,
+           (long)getpid());
+  size_t pipes = (size_t)s->npeers * (size_t)t->lanes;
+  if (dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {
+    dc_log(s->g, "no shared memory (%s): using TCP", err);
+    name[0] = '\0';
+  }
+  char *names = calloc((size_t)s->npeers, NAME_BYTES);
+  unsigned char *ok = calloc((size_t)s->npeers, 2); /* ours, then theirs */
+  dc_status st = names && ok ? swap(s, 0, name, 0, names, NAME_BYTES)
+                             : dc_fail(s->g, DC_ERR_NOMEM, "no memory");
+  if (st == DC_OK) { /* each peer's verdict on our segment */
+    attach_all(s, names, ok);
+    st = swap(s, 1, (char *)ok, 1, (char *)ok + s->npeers, 1);
+  }
+  for (int i = 0; st == DC_OK && i < s->npeers; i++)
+    if (name[0] && ok[i] && ok[s->npeers + i])
+      wire(s, i, &t->segs[0], &t->segs[1 + i]);
+  dc_shm_unlink(&t->segs[0]); /* mapped by all who could: no name left */
+  free(names);
+  free(ok);
+  return st;
+}
+
+dc_status ring_shm_setup(dc_group *g, dc_tcp *t, const ring_plan *p) {
+  if (!dc_shm_enabled())
+    return DC_OK;
+  shm_plan s = {.g = g, .t = t, .p = p};
+  s.hosts = calloc((size_t)p->size, sizeof *s.hosts);
+  s.peers = calloc((size_t)p->size, sizeof *s.peers);
+  t->segs = calloc((size_t)p->size, sizeof *t->segs);
+  if (!s.hosts || !s.peers || !t->segs) {
+    free(s.hosts);
+    free(s.peers);
+    return dc_fail(g, DC_ERR_NOMEM, "no memory for the shm set-up");
+  }
+  t->nsegs = p->size;
+  for (int q = 0; q < p->size; q++)
+    s.hosts[q] = q == p->rank ? p->host : t->conns[q * t->lanes].host;
+  for (int q = 0; q < p->size; q++)
+    if (q != p->rank && s.hosts[q] == p->host)
+      s.peers[s.npeers++] = q;
+  dc_status st = s.npeers ? connect_pipes(&s) : DC_OK;
+  if (st == DC_OK && s.npeers)
+    dc_log(g, "shared memory with %d same-host peer(s)", s.npeers);
+  free(s.hosts);
+  free(s.peers);
+  return st;
+}

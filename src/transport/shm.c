@@ -1,0 +1,163 @@
+/* Shared-memory segments and pipes (see shm.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "transport/shm.h"
+
+#define MASK ((uint64_t)DC_PIPE_BYTES - 1)
+
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+uint64_t dc_host_key(void) {
+  uint64_t h = 1469598103934665603ull;
+  char boot[64] = "";
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (!fgets(boot, sizeof boot, f))
+      boot[0] = '\0';
+    fclose(f);
+  }
+  h = mix(h, boot, strlen(boot));
+  struct stat st;
+  if (stat("/proc/self/ns/net", &st) == 0)
+    h = mix(h, &st.st_ino, sizeof st.st_ino);
+  uid_t uid = getuid();
+  return mix(h, &uid, sizeof uid);
+}
+
+int dc_shm_enabled(void) {
+  const char *s = getenv("DISTCOMM_SHM");
+  return !(s && strcmp(s, "0") == 0);
+}
+
+static size_t seg_bytes(size_t npipes) { return npipes * sizeof(dc_pipe); }
+
+static dc_status map(dc_shm_seg *s, int fd, size_t bytes, char *err,
+                     size_t errlen) {
+  s->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (s->base == MAP_FAILED) {
+    s->base = NULL;
+    snprintf(err, errlen, "mmap %s: %s", s->name, strerror(errno));
+    return DC_ERR_SYSTEM;
+  }
+  s->bytes = bytes;
+  return DC_OK;
+}
+
+dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
+                        char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  snprintf(s->name, sizeof s->name, "%s", name);
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
+    return DC_ERR_SYSTEM;
+  }
+  s->owner = 1;
+  if (ftruncate(fd, (off_t)seg_bytes(npipes)) != 0) {
+    snprintf(err, errlen, "ftruncate %s: %s", name, strerror(errno));
+    close(fd);
+    dc_shm_close(s);
+    return DC_ERR_SYSTEM;
+  }
+  dc_status st = map(s, fd, seg_bytes(npipes), err, errlen);
+  if (st != DC_OK)
+    dc_shm_close(s);
+  return st; /* a new file is zero-filled: every pipe starts empty */
+}
+
+dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,
+                        char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  snprintf(s->name, sizeof s->name, "%s", name);
+  int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) {
+    snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
+    return DC_ERR_SYSTEM;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size != seg_bytes(npipes)) {
+    snprintf(err, errlen, "%s has the wrong size", name);
+    close(fd);
+    return DC_ERR_SYSTEM;
+  }
+  return map(s, fd, seg_bytes(npipes), err, errlen);
+}
+
+void dc_shm_unlink(dc_shm_seg *s) {
+  if (s->owner && !s->unlinked && s->name[0])
+    shm_unlink(s->name);
+  s->unlinked = 1;
+}
+
+void dc_shm_close(dc_shm_seg *s) {
+  dc_shm_unlink(s);
+  if (s->base)
+    munmap(s->base, s->bytes);
+  s->base = NULL;
+}
+
+/* Copy n bytes into the ring at position pos, wrapping. */
+static void put(dc_pipe *p, uint64_t pos, const void *src, size_t n) {
+  size_t at = (size_t)(pos & MASK), first = DC_PIPE_BYTES - at;
+  if (first > n)
+    first = n;
+  memcpy(p->data + at, src, first);
+  memcpy(p->data, (const char *)src + first, n - first);
+}
+
+size_t dc_pipe_write(dc_pipe *p, const struct iovec *iov, int n) {
+  uint64_t head = atomic_load_explicit(&p->head, memory_order_relaxed);
+  uint64_t tail = atomic_load_explicit(&p->tail, memory_order_acquire);
+  size_t room = DC_PIPE_BYTES - (size_t)(head - tail), done = 0;
+  for (int i = 0; i < n && room > 0; i++) {
+    size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
+    put(p, head + done, iov[i].iov_base, k);
+    done += k;
+    room -= k;
+  }
+  if (done)
+    atomic_store_explicit(&p->head, head + done, memory_order_release);
+  return done;
+}
+
+size_t dc_pipe_peek(dc_pipe *p, const unsigned char **at) {
+  uint64_t tail = atomic_load_explicit(&p->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
+  size_t off = (size_t)(tail & MASK), avail = (size_t)(head - tail);
+  *at = p->data + off;
+  return avail < DC_PIPE_BYTES - off ? avail : DC_PIPE_BYTES - off;
+}
+
+void dc_pipe_consume(dc_pipe *p, size_t n) {
+  uint64_t tail = atomic_load_explicit(&p->tail, memory_order_relaxed);
+  atomic_store_explicit(&p->tail, tail + n, memory_order_release);
+}
+
+size_t dc_pipe_read(dc_pipe *p, void *dst, size_t n) {
+  size_t done = 0;
+  while (done < n) { /* at most two contiguous pieces */
+    const unsigned char *at;
+    size_t k = dc_pipe_peek(p, &at);
+    if (k == 0)
+      break;
+    if (k > n - done)
+      k = n - done;
+    memcpy((char *)dst + done, at, k);
+    dc_pipe_consume(p, k);
+    done += k;
+  }
+  return done;
+}

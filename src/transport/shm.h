@@ -1,0 +1,63 @@
+/* Shared memory between ranks on one host: byte pipes with the same frames
+ * as TCP, so the engine, the algorithms and the mismatch checks are the same
+ * whichever way the bytes go.
+ *
+ * Each rank creates one segment holding its incoming pipes (one per
+ * same-host peer and lane), created O_EXCL with mode 0600 (another user
+ * cannot attach) under a name made of the job, group, rank and pid (two
+ * jobs cannot collide). Peers map it, and it is unlinked as soon as all
+ * have: a crash after set-up leaves nothing in /dev/shm. A pipe has one
+ * producer and one consumer; head and tail live on their own cache lines. */
+#ifndef DC_TRANSPORT_SHM_H
+#define DC_TRANSPORT_SHM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "distcomm.h"
+
+#define DC_PIPE_BYTES (512u * 1024u) /* a power of two */
+
+typedef struct dc_pipe {
+  _Alignas(64) _Atomic uint64_t head; /* bytes written, by the producer */
+  _Alignas(64) _Atomic uint64_t tail; /* bytes read, by the consumer */
+  _Alignas(64) unsigned char data[DC_PIPE_BYTES];
+} dc_pipe;
+
+typedef struct dc_shm_seg {
+  void *base;
+  size_t bytes;
+  char name[96];
+  int owner;    /* created by this process: unlink it */
+  int unlinked;
+} dc_shm_seg;
+
+/* Same value on every process of one host for one user: boot id, network
+ * namespace (test "hosts" are namespaces) and uid. */
+uint64_t dc_host_key(void);
+
+/* DISTCOMM_SHM is not "0". */
+int dc_shm_enabled(void);
+
+dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
+                        char *err, size_t errlen);
+dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,
+                        char *err, size_t errlen);
+void dc_shm_unlink(dc_shm_seg *s);
+void dc_shm_close(dc_shm_seg *s); /* unlink if ours and not yet, unmap */
+
+static inline dc_pipe *dc_shm_pipe(const dc_shm_seg *s, size_t i) {
+  return (dc_pipe *)s->base + i;
+}
+
+/* Write what fits of the iovecs; 0 when the pipe is full. */
+size_t dc_pipe_write(dc_pipe *p, const struct iovec *iov, int n);
+/* Read up to n bytes; 0 when the pipe is empty. */
+size_t dc_pipe_read(dc_pipe *p, void *dst, size_t n);
+/* Readable bytes contiguous at the tail (for reducing in place). */
+size_t dc_pipe_peek(dc_pipe *p, const unsigned char **at);
+void dc_pipe_consume(dc_pipe *p, size_t n);
+
+#endif
