@@ -1,0 +1,211 @@
+"""distcomm: MLX's ``mx.distributed`` for numpy arrays.
+
+    import numpy as np
+    import distcomm
+
+    world = distcomm.init()
+    x = distcomm.all_sum(np.ones(10, dtype=np.float32))
+    print(world.rank(), x)
+
+Every collective takes any object with the buffer protocol (numpy arrays
+first; others go through ``numpy.asarray``), copies it when it is not
+C-contiguous, and returns a new numpy array of the same dtype with the shape
+MLX gives. ``out=`` writes the result into an existing array instead.
+``group=None`` means the world group, ``init()``. bfloat16, which numpy
+lacks, travels as uint16 bit patterns with ``dtype="bfloat16"``.
+
+Library failures raise ``distcomm.Error`` subclasses whose message is the
+library's detail (the op, the peer and its address). The GIL is released
+while a call waits, and Ctrl-C interrupts a wait within a fraction of a
+second (the group is then unusable, as after any communication failure).
+"""
+
+import numpy as _np
+
+from . import _distcomm as _c
+from ._distcomm import (  # noqa: F401  (re-exported)
+    AbortedError,
+    AuthError,
+    ConfigError,
+    Error,
+    Group,
+    InterruptedError,
+    InvalidArgumentError,
+    MismatchError,
+    NotSupportedError,
+    OutOfMemoryError,
+    PeerLostError,
+    SystemCallError,
+    TimeoutError,
+    UnavailableError,
+)
+
+__version__ = _c.version
+__all__ = [
+    "init", "is_available", "Group", "all_sum", "all_max", "all_min",
+    "all_gather", "sum_scatter", "send", "recv", "recv_like", "Error",
+]
+
+# numpy (kind, itemsize) -> library dtype name. Keyed this way because
+# several numpy dtype objects spell the same type ('l' and 'q' on Linux).
+_KINDS = {
+    ("b", 1): "bool",
+    ("i", 1): "int8", ("i", 2): "int16", ("i", 4): "int32", ("i", 8): "int64",
+    ("u", 1): "uint8", ("u", 2): "uint16", ("u", 4): "uint32", ("u", 8): "uint64",
+    ("f", 2): "float16", ("f", 4): "float32", ("f", 8): "float64",
+    ("c", 8): "complex64",
+}
+_SUPPORTED = "bool, int8-int64, uint8-uint64, float16, float32, float64, complex64"
+
+_world = None
+
+
+def init(strict=False, backend="any"):
+    """Initialise (once) and return the world group, like ``mx.distributed.init``.
+
+    With nothing configured, a non-strict init returns a group of one; a
+    strict one raises ``UnavailableError`` naming the missing variables.
+    """
+    global _world
+    group = _c.init(strict=bool(strict), backend=backend)
+    if _world is None:
+        _world = group
+    return group
+
+
+def is_available(backend="any"):
+    """True when a backend is built in (the TCP ring always is)."""
+    return backend in ("any", "ring")
+
+
+def _group(group):
+    if group is None:
+        return _world if _world is not None else init()
+    if not isinstance(group, Group):
+        raise TypeError(f"distcomm: group must be a distcomm.Group, not {type(group).__name__}")
+    return group
+
+
+def _code(dtype):
+    """Library dtype code of a numpy dtype (native byte order)."""
+    name = _KINDS.get((dtype.kind, dtype.itemsize))
+    if name is None or not dtype.isnative:
+        raise TypeError(f"distcomm: dtype {dtype} is not supported (supported: "
+                        f"{_SUPPORTED}, and bfloat16 as uint16 with dtype='bfloat16')")
+    return _c.DTYPES[name][0]
+
+
+def _input(x, dtype=None):
+    """x as a C-contiguous numpy array and the library dtype code.
+
+    Checks happen here, before anything is sent, so a bad dtype raises on
+    the rank that passed it without disturbing the group.
+    """
+    a = _np.asarray(x)
+    if dtype is not None and str(dtype) == "bfloat16":
+        if a.dtype.kind not in "uiV" or a.dtype.itemsize != 2:
+            raise TypeError(f"distcomm: bfloat16 data must be stored as uint16, not {a.dtype}")
+        code = _c.DTYPES["bfloat16"][0]
+    else:
+        if dtype is not None and _np.dtype(dtype) != a.dtype:
+            raise TypeError(f"distcomm: dtype={dtype} but the array is {a.dtype}")
+        if a.dtype.kind in "iufc" and not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))
+        code = _code(a.dtype)
+    # (not ascontiguousarray: it turns a 0-d array into shape (1,))
+    return (a if a.flags.c_contiguous else a.copy(order="C")), code
+
+
+def _output(out, shape, dtype, op):
+    """A new array, or out after checking it can take the result in place."""
+    if out is None:
+        return _np.empty(shape, dtype)
+    if not isinstance(out, _np.ndarray):
+        raise TypeError(f"distcomm: {op}: out must be a numpy array")
+    if out.dtype != dtype or out.shape != tuple(shape):
+        raise ValueError(f"distcomm: {op}: out is {out.dtype}{list(out.shape)}, "
+                         f"the result is {_np.dtype(dtype)}{list(shape)}")
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError(f"distcomm: {op}: out must be C-contiguous and writable")
+    return out
+
+
+def _reduce(x, op, group, out, dtype):
+    a, code = _input(x, dtype)
+    g = _group(group)
+    res = _output(out, a.shape, a.dtype, "all_" + op)
+    _c.all_reduce(g, a, res, code, _c.OPS[op])
+    return res
+
+
+def all_sum(x, *, group=None, out=None, dtype=None):
+    """Sum of x over the ranks of the group; every rank gets the same result."""
+    return _reduce(x, "sum", group, out, dtype)
+
+
+def all_max(x, *, group=None, out=None, dtype=None):
+    """Element-wise maximum over the ranks (not for complex64)."""
+    return _reduce(x, "max", group, out, dtype)
+
+
+def all_min(x, *, group=None, out=None, dtype=None):
+    """Element-wise minimum over the ranks (not for complex64)."""
+    return _reduce(x, "min", group, out, dtype)
+
+
+def all_gather(x, *, group=None, out=None, dtype=None):
+    """Every rank's x concatenated on axis 0 in rank order; a scalar gives [size]."""
+    a, code = _input(x, dtype)
+    g = _group(group)
+    shape = (g.size(),) if a.ndim == 0 else (g.size() * a.shape[0],) + a.shape[1:]
+    res = _output(out, shape, a.dtype, "all_gather")
+    _c.all_gather(g, a, res, code)
+    return res
+
+
+def sum_scatter(x, *, group=None, out=None, dtype=None):
+    """Sum over the ranks, then rank r keeps the r-th of size parts of axis 0."""
+    a, code = _input(x, dtype)
+    g = _group(group)
+    n = g.size()
+    if a.ndim == 0 or a.shape[0] % n:
+        raise ValueError(f"distcomm: sum_scatter: axis 0 of shape {list(a.shape)} "
+                         f"does not split into {n} equal parts")
+    res = _output(out, (a.shape[0] // n,) + a.shape[1:], a.dtype, "sum_scatter")
+    _c.reduce_scatter(g, a, res, code, _c.OPS["sum"])
+    return res
+
+
+def send(x, dst, *, group=None, dtype=None):
+    """Send x to rank dst of the group; returns x (as MLX returns the sent array)."""
+    a, code = _input(x, dtype)
+    _c.send(_group(group), a, code, int(dst))
+    return a
+
+
+def _storage(dtype):
+    """numpy dtype that holds dtype (bfloat16 lives in uint16) and its code."""
+    if str(dtype) == "bfloat16":
+        return _np.dtype(_np.uint16), _c.DTYPES["bfloat16"][0]
+    dt = _np.dtype(dtype)
+    return dt, _code(dt)
+
+
+def recv(shape, dtype, src, *, group=None, out=None):
+    """Receive an array of the given shape and dtype from rank src."""
+    shape = (int(shape),) if _np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    dt, code = _storage(dtype)
+    g = _group(group)
+    res = _output(out, shape, dt, "recv")
+    _c.recv(g, res, code, int(src))
+    return res
+
+
+def recv_like(x, src, *, group=None, out=None, dtype=None):
+    """Receive an array with the shape and dtype of x from rank src."""
+    a = _np.asarray(x)
+    return recv(a.shape, dtype if dtype is not None else a.dtype, src,
+                group=group, out=out)
+
+
+from . import nn  # noqa: E402,F401  (distcomm.nn after the functions it uses)

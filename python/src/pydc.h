@@ -1,0 +1,47 @@
+/* Shared declarations of the distcomm._distcomm extension module.
+ *
+ * The C part is deliberately thin: it moves bytes between buffer-protocol
+ * objects and the library, releases the GIL while the library waits, and
+ * turns dc_status values into Python exceptions. Shapes, dtypes and numpy
+ * results are handled by distcomm/__init__.py, where they are easy to read. */
+#ifndef PYDC_H
+#define PYDC_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "distcomm.h"
+
+/* distcomm.Group: one reference to a dc_group. */
+typedef struct {
+  PyObject_HEAD
+  dc_group *g;
+  int busy; /* a call is in flight with the GIL released (see pydc_enter) */
+} pydc_group;
+
+extern PyTypeObject pydc_group_type;
+
+/* Wrap a group the caller owns (the wrapper takes the reference) and
+ * install the Ctrl-C poll on it. */
+PyObject *pydc_group_wrap(dc_group *g);
+
+/* Claim a group for one call: fails with RuntimeError when another thread
+ * is inside a call on it (the library allows one thread per group) or when
+ * the group was already freed. */
+int pydc_enter(pydc_group *self);
+void pydc_leave(pydc_group *self);
+
+/* Exceptions: create them on the module (errors.c). */
+int pydc_errors_init(PyObject *module);
+/* Raise the exception for st with the detail; returns NULL. When st is
+ * DC_ERR_INTERRUPTED and a signal handler already raised (KeyboardInterrupt),
+ * that exception is kept. */
+PyObject *pydc_raise(dc_status st, const char *detail);
+
+/* The interrupt poll installed on every group (Ctrl-C within ~100 ms). */
+int pydc_check_signals(void *arg);
+
+/* Module functions defined in ops.c. */
+extern PyMethodDef pydc_op_methods[];
+
+#endif /* PYDC_H */
