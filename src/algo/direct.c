@@ -56,13 +56,15 @@ static dc_status gather_reduce(dc_comm *c, bufs *b, const void *own,
   if (!scratch)
     return DC_ERR_NOMEM;
   b->recv = scratch;
-  memcpy(scratch + (size_t)c->rank * len, own, len);
+  if (len) /* count 0: headers still travel (mismatch checks), no data */
+    memcpy(scratch + (size_t)c->rank * len, own, len);
   dc_status st = exchange(c, len, send_block, recv_block, b);
   if (st == DC_OK) {
     size_t count = len / dc_dtype_size(c->dtype);
     for (int q = 1; q < c->size; q++)
       dc_reduce(scratch, scratch + (size_t)q * len, count, c->dtype, c->op);
-    memcpy(out, scratch, len);
+    if (len)
+      memcpy(out, scratch, len);
   }
   free(scratch);
   return st;
@@ -81,7 +83,8 @@ dc_status dc_direct_reduce_scatter(dc_comm *c, const void *send, void *recv) {
 
 dc_status dc_direct_all_gather(dc_comm *c, const void *send, void *recv) {
   bufs b = {.send = send, .recv = recv, .block = c->total_bytes, .whole = 1};
-  memmove(b.recv + (size_t)c->rank * b.block, send, b.block);
+  if (b.block)
+    memmove(b.recv + (size_t)c->rank * b.block, send, b.block);
   /* after the move, our block is what we send (send may alias recv) */
   b.send = b.recv + (size_t)c->rank * b.block;
   return exchange(c, b.block, send_block, recv_block, &b);

@@ -198,7 +198,7 @@ static void reduce_into(dc_comm *c, xstate *s, const void *in, size_t bytes) {
   size_t es = dc_dtype_size(c->dtype);
   char *dst = (char *)s->x->buf + s->done;
   const char *own = s->x->src ? (const char *)s->x->src + s->done : dst;
-  if (own != dst)
+  if (own != dst && bytes)
     memcpy(dst, own, bytes); /* just in time: dst stays in cache */
   dc_reduce(dst, in, bytes / es, c->dtype, c->op);
   s->done += bytes;

@@ -6,6 +6,10 @@
 set -u
 launcher=$1 probe=$2
 . "$(dirname "$0")/mp_lib.sh"
+if ldd "$2" | grep -q -E "lib[at]san"; then
+  echo "skip: a sanitizer build cannot run under valgrind"
+  exit 77
+fi
 if ! command -v valgrind >/dev/null 2>&1; then
   echo "valgrind not installed: nothing to check"
   exit 0
