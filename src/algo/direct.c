@@ -51,8 +51,9 @@ static void *recv_block(void *ctx, int q) {
 /* everyone's contribution lands in scratch[q]; reduce them in rank order */
 static dc_status gather_reduce(dc_comm *c, bufs *b, const void *own,
                                void *out) {
-  size_t len = b->block;
-  char *scratch = malloc(len * (size_t)c->size + 1);
+  size_t len = b->block, need = len * (size_t)c->size + 1;
+  _Alignas(64) char small[2048]; /* latency path: no malloc for tiny ops */
+  char *scratch = need <= sizeof small ? small : malloc(need);
   if (!scratch)
     return DC_ERR_NOMEM;
   b->recv = scratch;
@@ -66,7 +67,8 @@ static dc_status gather_reduce(dc_comm *c, bufs *b, const void *own,
     if (len)
       memcpy(out, scratch, len);
   }
-  free(scratch);
+  if (scratch != small)
+    free(scratch);
   return st;
 }
 

@@ -153,7 +153,7 @@ static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
  * bytes moved (0: would block), or -errno / -1 on EOF. */
 static ssize_t conn_writev(dc_conn *k, struct iovec *iov, int n) {
   if (k->tx)
-    return (ssize_t)dc_pipe_write(k->tx, iov, n);
+    return (ssize_t)dc_pipe_write(k->tx, &k->tx_tail, iov, n);
   struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
   ssize_t w = sendmsg(k->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (w < 0)
@@ -255,17 +255,49 @@ static ssize_t step_payload(dc_comm *c, xstate *s) {
   return r;
 }
 
+/* A small frame already whole in a pipe: header and payload in one go
+ * (one look at the producer's head, one update of our tail). */
+static ssize_t small_from_pipe(dc_tcp *t, dc_comm *c, xstate *s,
+                               dc_status *st) {
+  const unsigned char *at;
+  size_t want = DC_FRAME_BYTES + s->x->len;
+  if (dc_pipe_peek(s->conn->rx, &at) < want)
+    return 0;
+  memcpy(s->hdr, at, DC_FRAME_BYTES);
+  s->hdr_done = DC_FRAME_BYTES;
+  *st = check_header(t, c, s);
+  if (*st != DC_OK)
+    return (ssize_t)DC_FRAME_BYTES;
+  if (s->x->len)
+    memcpy(s->x->buf, at + DC_FRAME_BYTES, s->x->len);
+  dc_pipe_consume(s->conn->rx, want);
+  s->done = s->x->len;
+  s->conn->op_rx += s->x->len;
+  s->finished = 1;
+  return (ssize_t)want;
+}
+
 static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
   dc_conn *k = s->conn;
   ssize_t r;
+  if (k->rx && s->hdr_done == 0 && !s->x->reduce && s->x->len <= 4096) {
+    r = small_from_pipe(t, c, s, st);
+    if (r != 0)
+      return r;
+  }
   if (s->hdr_done < DC_FRAME_BYTES) {
     r = conn_read(k, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
     if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES)
       *st = check_header(t, c, s);
   } else {
-    r = step_payload(c, s);
-    if (r > 0)
-      k->op_rx += (uint64_t)r;
+    r = 0;
+  }
+  /* the payload may be there already: take it now (small messages) */
+  if (*st == DC_OK && s->hdr_done == DC_FRAME_BYTES && s->done < s->x->len) {
+    ssize_t p = step_payload(c, s);
+    if (p > 0)
+      k->op_rx += (uint64_t)p;
+    r = p < 0 ? p : r + p;
   }
   s->finished = *st == DC_OK && s->hdr_done == DC_FRAME_BYTES &&
                 s->done == s->x->len;

@@ -22,6 +22,7 @@ typedef struct dc_conn {
   /* Same-host peers: the bytes go through shared-memory pipes and fd only
    * watches the peer's life and carries abort frames. */
   struct dc_pipe *tx, *rx;
+  uint64_t tx_tail;     /* our copy of the consumer's tail of tx */
 } dc_conn;
 
 typedef struct dc_tcp {

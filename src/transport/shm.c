@@ -118,10 +118,21 @@ static void put(dc_pipe *p, uint64_t pos, const void *src, size_t n) {
   memcpy(p->data, (const char *)src + first, n - first);
 }
 
-size_t dc_pipe_write(dc_pipe *p, const struct iovec *iov, int n) {
+static size_t wanted(const struct iovec *iov, int n) {
+  size_t w = 0;
+  for (int i = 0; i < n; i++)
+    w += iov[i].iov_len;
+  return w;
+}
+
+size_t dc_pipe_write(dc_pipe *p, uint64_t *tail, const struct iovec *iov,
+                     int n) {
   uint64_t head = atomic_load_explicit(&p->head, memory_order_relaxed);
-  uint64_t tail = atomic_load_explicit(&p->tail, memory_order_acquire);
-  size_t room = DC_PIPE_BYTES - (size_t)(head - tail), done = 0;
+  size_t room = DC_PIPE_BYTES - (size_t)(head - *tail), done = 0;
+  if (room < wanted(iov, n)) { /* looks full: see what the consumer freed */
+    *tail = atomic_load_explicit(&p->tail, memory_order_acquire);
+    room = DC_PIPE_BYTES - (size_t)(head - *tail);
+  }
   for (int i = 0; i < n && room > 0; i++) {
     size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
     put(p, head + done, iov[i].iov_base, k);

@@ -52,8 +52,12 @@ static inline dc_pipe *dc_shm_pipe(const dc_shm_seg *s, size_t i) {
   return (dc_pipe *)s->base + i;
 }
 
-/* Write what fits of the iovecs; 0 when the pipe is full. */
-size_t dc_pipe_write(dc_pipe *p, const struct iovec *iov, int n);
+/* Write what fits of the iovecs; 0 when the pipe is full. *tail is the
+ * producer's own copy of the consumer's tail: it is re-read from the pipe
+ * only when the pipe looks full, which saves a cache-line transfer per
+ * message (start it at 0). */
+size_t dc_pipe_write(dc_pipe *p, uint64_t *tail, const struct iovec *iov,
+                     int n);
 /* Read up to n bytes; 0 when the pipe is empty. */
 size_t dc_pipe_read(dc_pipe *p, void *dst, size_t n);
 /* Readable bytes contiguous at the tail (for reducing in place). */
