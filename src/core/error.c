@@ -62,6 +62,16 @@ dc_status dc_fail(dc_group *g, dc_status st, const char *fmt, ...) {
   return st;
 }
 
+dc_status dc_fail_as(dc_group *g, const char *op, dc_status st,
+                     const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g->op_name = op;
+  st = dc_vfail(g, st, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
 static _Thread_local char init_err[512];
 
 const char *dc_last_error(void) { return init_err; }

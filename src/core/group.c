@@ -112,18 +112,31 @@ static const char *reduce_name(dc_op op) {
   return (unsigned)op < DC_OP_COUNT ? names[op] : "all_reduce";
 }
 
-dc_status dc_all_reduce(dc_group *g, const void *send, void *recv,
-                        size_t count, dc_dtype dtype, dc_op op) {
-  TRY(enter(g, reduce_name(op)));
+/* What all_reduce, all_gather and reduce_scatter share: checks (op < 0:
+ * no reduction), the sequence number, and the size-1 answer, a copy, after
+ * which *done is set. */
+static dc_status prologue(dc_group *g, const char *name, const void *send,
+                          void *recv, size_t count, dc_dtype dtype, int op,
+                          int *done) {
+  *done = 0;
+  TRY(enter(g, name));
   TRY(check_buf(g, send, "send", count, dtype));
   TRY(check_buf(g, recv, "recv", count, dtype));
-  TRY(check_op(g, dtype, op));
+  if (op >= 0)
+    TRY(check_op(g, dtype, (dc_op)op));
   g->seq++;
   if (g->size == 1) {
     copy(recv, send, count * dc_dtype_size(dtype));
-    return DC_OK;
+    *done = 1;
   }
-  return g->ops->all_reduce(g, send, recv, count, dtype, op);
+  return DC_OK;
+}
+
+dc_status dc_all_reduce(dc_group *g, const void *send, void *recv,
+                        size_t count, dc_dtype dtype, dc_op op) {
+  int done;
+  TRY(prologue(g, reduce_name(op), send, recv, count, dtype, (int)op, &done));
+  return done ? DC_OK : g->ops->all_reduce(g, send, recv, count, dtype, op);
 }
 
 dc_status dc_all_sum(dc_group *g, const void *s, void *r, size_t n,
@@ -141,29 +154,18 @@ dc_status dc_all_min(dc_group *g, const void *s, void *r, size_t n,
 
 dc_status dc_all_gather(dc_group *g, const void *send, void *recv,
                         size_t count, dc_dtype dtype) {
-  TRY(enter(g, "all_gather"));
-  TRY(check_buf(g, send, "send", count, dtype));
-  TRY(check_buf(g, recv, "recv", count, dtype));
-  g->seq++;
-  if (g->size == 1) {
-    copy(recv, send, count * dc_dtype_size(dtype));
-    return DC_OK;
-  }
-  return g->ops->all_gather(g, send, recv, count, dtype);
+  int done;
+  TRY(prologue(g, "all_gather", send, recv, count, dtype, -1, &done));
+  return done ? DC_OK : g->ops->all_gather(g, send, recv, count, dtype);
 }
 
 dc_status dc_reduce_scatter(dc_group *g, const void *send, void *recv,
                             size_t count, dc_dtype dtype, dc_op op) {
-  TRY(enter(g, op == DC_SUM ? "sum_scatter" : "reduce_scatter"));
-  TRY(check_buf(g, send, "send", count, dtype));
-  TRY(check_buf(g, recv, "recv", count, dtype));
-  TRY(check_op(g, dtype, op));
-  g->seq++;
-  if (g->size == 1) {
-    copy(recv, send, count * dc_dtype_size(dtype));
-    return DC_OK;
-  }
-  return g->ops->reduce_scatter(g, send, recv, count, dtype, op);
+  int done;
+  TRY(prologue(g, op == DC_SUM ? "sum_scatter" : "reduce_scatter", send,
+               recv, count, dtype, (int)op, &done));
+  return done ? DC_OK
+              : g->ops->reduce_scatter(g, send, recv, count, dtype, op);
 }
 
 dc_status dc_sum_scatter(dc_group *g, const void *s, void *r, size_t n,

@@ -68,6 +68,11 @@ dc_status dc_fail(dc_group *g, dc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 dc_status dc_vfail(dc_group *g, dc_status st, const char *fmt, va_list ap);
 
+/* dc_fail on behalf of a helper that is not a collective itself (e.g.
+ * "average_gradients"): names it as the op. */
+dc_status dc_fail_as(dc_group *g, const char *op, dc_status st,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Record an init failure for dc_last_error(); returns st. */
 dc_status dc_init_fail(dc_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -28,16 +28,7 @@
 
 static const char op_name[] = "average_gradients";
 
-static dc_status invalid(dc_group *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static dc_status invalid(dc_group *g, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g->op_name = op_name;
-  dc_status st = dc_vfail(g, DC_ERR_INVALID, fmt, ap);
-  va_end(ap);
-  return st;
-}
+#define invalid(g, ...) dc_fail_as(g, op_name, DC_ERR_INVALID, __VA_ARGS__)
 
 /* Everything is checked before the first all_sum, so a bad argument never
  * leaves a rank half-way through the list while the others wait. */

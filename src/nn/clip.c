@@ -16,16 +16,7 @@
 
 static const char op_name[] = "clip_grad_norm_sharded";
 
-static dc_status invalid(dc_group *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static dc_status invalid(dc_group *g, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g->op_name = op_name;
-  dc_status st = dc_vfail(g, DC_ERR_INVALID, fmt, ap);
-  va_end(ap);
-  return st;
-}
+#define invalid(g, ...) dc_fail_as(g, op_name, DC_ERR_INVALID, __VA_ARGS__)
 
 static int is_floating(dc_dtype d) {
   return d == DC_FLOAT16 || d == DC_BFLOAT16 || d == DC_FLOAT32 ||

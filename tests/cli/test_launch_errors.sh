@@ -46,7 +46,7 @@ bad_usage "'0'" --starting-port 0 -- echo ran
 bad_usage "'70000'" --starting-port 70000 -- echo ran
 bad_usage "65536" --starting-port 65535 -n 2 -- echo ran
 bad_usage "'0'" --connections-per-ip 0 -- echo ran
-bad_usage "not supported yet" --backend mpi -- echo ran
+bad_usage "not supported yet" --backend nccl -- echo ran
 bad_usage "unknown backend" --backend carrier-pigeon -- echo ran
 bad_usage "takes no value" --verbose=1 -- echo ran
 

@@ -13,6 +13,7 @@
 
 #include "hostfile.h"
 #include "job.h"
+#include "mpi_launch.h"
 #include "options.h"
 #include "ports.h"
 #include "signals.h"
@@ -112,6 +113,11 @@ static int launch(const struct dcl_options *o)
     char job_id[17], token[33];
     char **owned;
     struct dcl_launch_env e = {.opts = o, .argv = resolve_command(o->command, &owned)};
+    if (strcmp(o->backend, "mpi") == 0) { /* mpirun starts the ranks */
+        int mpi_rc = dcl_mpi_launch(o, e.argv);
+        free(owned);
+        return mpi_rc;
+    }
     int rc = prepare(o, &ports, &e, job_id, token);
     if (rc == 0 && dcl_job_init(&job, (int)o->nranks, o->tag_output) != 0) {
         dcl_error("out of memory");

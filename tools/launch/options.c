@@ -50,10 +50,12 @@ static void print_usage(FILE *f)
         "gives each the ring backend's configuration (MLX_RANK, MLX_HOSTFILE,\n"
         "MLX_WORLD_SIZE, DISTCOMM_JOB_ID), forwards their output, broadcasts stdin to\n"
         "all of them and stops the whole job as soon as one rank fails.\n"
+        "With --backend mpi it runs mpirun instead, which starts and watches the ranks.\n"
         "\n"
         "options:\n"
         "  -n, --repeat-hosts N      number of local ranks (default 1)\n"
-        "  --backend NAME            ring (default); mesh, mpi and nccl are not supported yet\n"
+        "  --backend NAME            ring (default) or mpi (runs mpirun); mesh and nccl\n"
+        "                            are not supported yet\n"
         "  --env K=V                 set K=V in every rank (repeatable)\n"
         "  -p, --starting-port P     rank r's i-th address is 127.0.0.1:P+r*K+i\n"
         "                            (default: free ports chosen for this job)\n"
@@ -62,8 +64,11 @@ static void print_usage(FILE *f)
         "  --tag-output              prefix every output line with \"[rank] \"\n"
         "  --verbose                 log what the launcher does; sets MLX_RING_VERBOSE=1\n"
         "  --no-verify-script        accepted for mlx.launch compatibility (no effect)\n"
-        "  --hosts, --hostfile       remote hosts: not supported yet\n"
-        "  --mpi-arg ARG             accepted for mlx.launch compatibility (mpi only)\n"
+        "  --hosts H1,H2,...         mpi only: hosts for mpirun (-n ranks on each)\n"
+        "  --hostfile FILE           mpi only: MLX's JSON hostfile (its \"ssh\" names) or an\n"
+        "                            MPI hostfile, given to mpirun as \"host slots=N\" lines\n"
+        "  --mpi-arg ARG             mpi only: pass ARG to mpirun (repeatable; split at\n"
+        "                            spaces, e.g. --mpi-arg '--mca btl_tcp_if_include eth0')\n"
         "  -h, --help                show this help\n"
         "\n"
         "A command ending in .py that is not executable is run with python3.\n"
@@ -101,14 +106,14 @@ static bool valid_env_name(const char *kv, const char *eq)
 
 static enum dcl_parse_result set_backend(struct dcl_options *o, const char *v)
 {
-    static const char *const later[] = {"mesh", "jaccl", "mpi", "nccl"};
-    if (strcmp(v, "ring") == 0) {
+    static const char *const later[] = {"mesh", "jaccl", "nccl"};
+    if (strcmp(v, "ring") == 0 || strcmp(v, "mpi") == 0) {
         o->backend = v;
         return DCL_PARSE_RUN;
     }
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
         if (strcmp(v, later[i]) == 0)
-            return bad("--backend %s is not supported yet (only ring)", v);
+            return bad("--backend %s is not supported yet (only ring and mpi)", v);
     return bad("unknown backend '%s' (expected ring, mesh, mpi or nccl)", v);
 }
 
@@ -124,6 +129,16 @@ static enum dcl_parse_result add_env(struct dcl_options *o, const char *v)
         return bad("out of memory");
     o->envs = grown;
     o->envs[o->n_envs++] = v;
+    return DCL_PARSE_RUN;
+}
+
+static enum dcl_parse_result add_mpi_arg(struct dcl_options *o, const char *v)
+{
+    const char **grown = realloc(o->mpi_args, (o->n_mpi_args + 1) * sizeof *grown);
+    if (grown == NULL)
+        return bad("out of memory");
+    o->mpi_args = grown;
+    o->mpi_args[o->n_mpi_args++] = v;
     return DCL_PARSE_RUN;
 }
 
@@ -148,11 +163,10 @@ static enum dcl_parse_result apply(struct dcl_options *o, const struct opt_def *
     case OPT_VERBOSE: o->verbose = true; return DCL_PARSE_RUN;
     case OPT_TAG: o->tag_output = true; return DCL_PARSE_RUN;
     case OPT_HELP: print_usage(stdout); return DCL_PARSE_HELP;
-    case OPT_HOSTS:
-    case OPT_HOSTFILE:
-        return bad("--%s is not supported yet (only local ranks, -n N)", d->name);
-    case OPT_NO_VERIFY:
-    case OPT_MPI_ARG: return DCL_PARSE_RUN; /* meaningful only for remote/mpi */
+    case OPT_HOSTS: o->hosts = v; return DCL_PARSE_RUN;
+    case OPT_HOSTFILE: o->hostfile = v; return DCL_PARSE_RUN;
+    case OPT_MPI_ARG: return add_mpi_arg(o, v);
+    case OPT_NO_VERIFY: return DCL_PARSE_RUN; /* no effect */
     }
     return DCL_PARSE_BAD;
 }
@@ -205,6 +219,20 @@ static enum dcl_parse_result parse_one(struct dcl_options *o, int argc, char **a
     return apply(o, d, inline_val);
 }
 
+/* Remote hosts are mpirun's business; the ring launches local ranks only. */
+static enum dcl_parse_result check_hosts(const struct dcl_options *o)
+{
+    bool mpi = strcmp(o->backend, "mpi") == 0;
+    if (!mpi && (o->hosts != NULL || o->hostfile != NULL))
+        return bad("--%s is not supported yet with --backend %s (only local ranks, -n N; "
+                   "--backend mpi takes it)", o->hosts ? "hosts" : "hostfile", o->backend);
+    if (o->hosts != NULL && o->hostfile != NULL)
+        return bad("give --hosts or --hostfile, not both");
+    if (!mpi && o->n_mpi_args > 0)
+        return bad("--mpi-arg needs --backend mpi");
+    return DCL_PARSE_RUN;
+}
+
 static enum dcl_parse_result check_ports(const struct dcl_options *o)
 {
     long count = o->nranks * o->conns_per_ip;
@@ -240,6 +268,8 @@ enum dcl_parse_result dcl_parse_options(int argc, char **argv, struct dcl_option
         return bad("no command given (usage: " DCL_PROG " [options] -- command ...)");
     o->command = argv + i;
     dcl_verbose = o->verbose;
+    if (check_hosts(o) != DCL_PARSE_RUN)
+        return DCL_PARSE_BAD;
     return check_ports(o);
 }
 
@@ -248,4 +278,7 @@ void dcl_options_free(struct dcl_options *o)
     free(o->envs);
     o->envs = NULL;
     o->n_envs = 0;
+    free(o->mpi_args);
+    o->mpi_args = NULL;
+    o->n_mpi_args = 0;
 }

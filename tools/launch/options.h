@@ -9,7 +9,7 @@
 
 struct dcl_options {
     long nranks;          /* -n / --repeat-hosts */
-    const char *backend;  /* only "ring" is launched for now */
+    const char *backend;  /* "ring" (local ranks) or "mpi" (mpirun) */
     const char **envs;    /* "K=V" strings from --env, pointing into argv */
     size_t n_envs;
     long starting_port;   /* 0: pick free ports */
@@ -18,6 +18,10 @@ struct dcl_options {
     bool verbose;
     bool tag_output;
     char **command;       /* NULL-terminated, points into argv */
+    const char **mpi_args; /* --mpi-arg values (mpi only), pointing into argv */
+    size_t n_mpi_args;
+    const char *hosts;    /* --hosts (mpi only) */
+    const char *hostfile; /* --hostfile (mpi only) */
 };
 
 /* What the caller should do after parsing. */

@@ -1,0 +1,81 @@
+# --backend mpi: distcomm-launch runs mpirun with the hosts converted to an
+# MPI hostfile, --env passed with mpirun's own flag and the --mpi-arg words;
+# --verbose prints the mpirun line. First through a fake mpirun that records
+# what it was given (both dialects, no MPI needed), then a real job under the
+# installed mpirun when there is one.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# A fake mpirun: answers --version like Open MPI or hydra ($FAKE_KIND), else
+# writes its arguments and its hostfile's lines to $FAKE_OUT and exits 5.
+mkdir -p "$T/bin"
+cat > "$T/bin/fake-mpirun" <<'EOF'
+#!/bin/sh
+if [ "$1" = --version ]; then
+    [ "$FAKE_KIND" = hydra ] && echo "HYDRA build details:" || echo "mpirun (Open MPI) 5.0.0"
+    exit 0
+fi
+echo "$*" > "$FAKE_OUT"
+while [ $# -gt 0 ]; do
+    case $1 in --hostfile|-f) cat "$2" >> "$FAKE_OUT.hosts" ;; esac
+    shift
+done
+exit 5
+EOF
+chmod +x "$T/bin/fake-mpirun"
+export FAKE_OUT=$T/fake.out
+printf '[{"ssh": "alpha", "ips": ["10.0.0.1"]},\n {"ssh":"beta","ips":["10.0.0.2"]}]\n' > "$T/hosts.json"
+
+# Open MPI dialect: "host slots=N", -x K=V, --mpi-arg split into words.
+FAKE_KIND=ompi DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --verbose \
+    --hostfile "$T/hosts.json" -n 2 --env DCL_A=1 --mpi-arg '--mca btl tcp,self' \
+    -- prog arg > "$T/o" 2> "$T/e"
+expect_eq "$?" 5 "mpirun's exit status"
+grep -q "^distcomm-launch: Open MPI: running: $T/bin/fake-mpirun --hostfile $TMPDIR/[^ ]* -np 4 -x DCL_A=1 -x MLX_RING_VERBOSE=1 --mca btl tcp,self prog arg$" "$T/e" \
+    || fail "--verbose does not print the mpirun line: $(cat "$T/e")"
+expect_eq "$(cat "$FAKE_OUT.hosts")" "$(printf 'alpha slots=2\nbeta slots=2')" "Open MPI hostfile"
+expect_no_hostfile
+
+# MPICH's hydra: "host:N", -f, -genv K V; --hosts instead of a file.
+rm -f "$FAKE_OUT.hosts"
+FAKE_KIND=hydra DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hosts h1,h2,h3 \
+    --env DCL_B=x=y --tag-output -- prog > "$T/o" 2> "$T/e"
+expect_eq "$?" 5 "mpirun's exit status (hydra)"
+expect_eq "$(cat "$FAKE_OUT")" "-f $(grep -o -- "$TMPDIR/[^ ]*" "$FAKE_OUT") -np 3 -genv DCL_B x=y -prepend-rank prog" "hydra arguments"
+expect_eq "$(cat "$FAKE_OUT.hosts")" "$(printf 'h1:1\nh2:1\nh3:1')" "hydra hostfile"
+expect_no_hostfile
+
+# An MPI hostfile is passed as it is; its slots give -np.
+printf 'n1 slots=2\n# comment\nn2 slots=3\n' > "$T/mpi.hosts"
+FAKE_KIND=ompi DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hostfile "$T/mpi.hosts" -- prog
+expect_eq "$(cat "$FAKE_OUT")" "--hostfile $T/mpi.hosts -np 5 prog" "MPI hostfile passed through"
+
+# Usage errors: status 2 and one line.
+launch --mpi-arg -v -- true 2> "$T/e"
+expect_eq "$?" 2 "--mpi-arg without --backend mpi"
+grep -q "needs --backend mpi" "$T/e" || fail "unexpected message: $(cat "$T/e")"
+launch --hostfile "$T/hosts.json" -- true 2> "$T/e"
+expect_eq "$?" 2 "--hostfile with the ring"
+DISTCOMM_MPIRUN=no-such-mpirun-dcl launch --backend mpi -n 2 -- true 2> "$T/e"
+expect_eq "$?" 127 "a missing mpirun"
+grep -q "cannot run no-such-mpirun-dcl" "$T/e" || fail "unexpected message: $(cat "$T/e")"
+
+# A real job under the installed mpirun: every rank runs, sees --env and
+# MPI's own rank variable, and the exit status comes back.
+if ! command -v mpirun > /dev/null; then
+    echo "SKIP: no mpirun installed; the real-run part is skipped"
+    echo PASS
+    exit 0
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
+unset DISTCOMM_MPIRUN
+launch --backend mpi --verbose -n 2 --env DCL_C=seen -- \
+    sh -c 'echo "rank ${OMPI_COMM_WORLD_RANK:-$PMI_RANK} $DCL_C"' > "$T/o" 2> "$T/e"
+expect_eq "$?" 0 "real mpirun job"
+expect_eq "$(sort "$T/o")" "$(printf 'rank 0 seen\nrank 1 seen')" "ranks' output"
+grep -q "running: mpirun .*-np 2 .*DCL_C.*sh -c" "$T/e" || fail "no mpirun line: $(cat "$T/e")"
+launch --backend mpi -n 2 -- sh -c 'exit 7' > /dev/null 2>&1
+expect_eq "$?" 7 "a failing rank's status through mpirun"
+expect_no_hostfile
+echo PASS
