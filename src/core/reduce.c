@@ -35,7 +35,10 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-#if defined(DC_X86) && defined(__has_attribute)
+/* ThreadSanitizer instruments the IFUNC resolvers that target_clones
+ * makes, and they run before its runtime starts: a TSan build uses the
+ * portable kernels only. */
+#if defined(DC_X86) && defined(__has_attribute) && !defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define DC_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #define DC_AVX2_TARGET __attribute__((target("avx2,f16c")))
