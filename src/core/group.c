@@ -52,8 +52,7 @@ dc_status dc_group_set_interrupt(dc_group *g, dc_interrupt_fn fn, void *arg) {
   return DC_OK;
 }
 
-/* Common entry: a live group, a name for errors, a fresh detail. */
-static dc_status enter(dc_group *g, const char *name) {
+dc_status dc_enter(dc_group *g, const char *name) {
   if (!g)
     return dc_init_fail(DC_ERR_INVALID, "%s: group is NULL", name);
   if (g->failed != DC_OK)
@@ -119,7 +118,7 @@ static dc_status prologue(dc_group *g, const char *name, const void *send,
                           void *recv, size_t count, dc_dtype dtype, int op,
                           int *done) {
   *done = 0;
-  TRY(enter(g, name));
+  TRY(dc_enter(g, name));
   TRY(check_buf(g, send, "send", count, dtype));
   TRY(check_buf(g, recv, "recv", count, dtype));
   if (op >= 0)
@@ -175,7 +174,7 @@ dc_status dc_sum_scatter(dc_group *g, const void *s, void *r, size_t n,
 
 dc_status dc_send(dc_group *g, const void *buf, size_t count, dc_dtype dtype,
                   int dst) {
-  TRY(enter(g, "send"));
+  TRY(dc_enter(g, "send"));
   TRY(check_buf(g, buf, "send", count, dtype));
   TRY(check_peer(g, dst, "dst", 0));
   return g->ops->send(g, buf, count, dtype, dst);
@@ -183,7 +182,7 @@ dc_status dc_send(dc_group *g, const void *buf, size_t count, dc_dtype dtype,
 
 dc_status dc_recv(dc_group *g, void *buf, size_t count, dc_dtype dtype,
                   int src) {
-  TRY(enter(g, "recv"));
+  TRY(dc_enter(g, "recv"));
   TRY(check_buf(g, buf, "recv", count, dtype));
   TRY(check_peer(g, src, "src", 0));
   return g->ops->recv(g, buf, count, dtype, src);
@@ -191,7 +190,7 @@ dc_status dc_recv(dc_group *g, void *buf, size_t count, dc_dtype dtype,
 
 dc_status dc_broadcast(dc_group *g, void *buf, size_t count, dc_dtype dtype,
                        int root) {
-  TRY(enter(g, "broadcast"));
+  TRY(dc_enter(g, "broadcast"));
   TRY(check_buf(g, buf, "buffer", count, dtype));
   TRY(check_peer(g, root, "root", 1));
   g->seq++;
@@ -201,7 +200,7 @@ dc_status dc_broadcast(dc_group *g, void *buf, size_t count, dc_dtype dtype,
 }
 
 dc_status dc_barrier(dc_group *g) {
-  TRY(enter(g, "barrier"));
+  TRY(dc_enter(g, "barrier"));
   g->seq++;
   if (g->size == 1)
     return DC_OK;

@@ -61,6 +61,11 @@ struct dc_group {
 dc_group *dc_group_new(const dc_backend_ops *ops, void *impl, int rank,
                        int size, uint64_t id);
 
+/* Entry of every public call on a group: DC_ERR_INVALID for a NULL group,
+ * the first failure of a poisoned one; otherwise names the op for errors
+ * and clears the last detail. */
+dc_status dc_enter(dc_group *g, const char *name);
+
 /* Record a failure: formats "op: " + fmt into g->err and returns st. When
  * st is a communication failure (timeout, peer lost, mismatch, system,
  * auth) the group becomes poisoned. */

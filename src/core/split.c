@@ -70,11 +70,9 @@ dc_status dc_group_split(dc_group *g, int color, int key, dc_group **out) {
   if (!out)
     return dc_init_fail(DC_ERR_INVALID, "split: out is NULL");
   *out = NULL;
-  if (!g)
-    return dc_init_fail(DC_ERR_INVALID, "split: group is NULL");
-  if (g->failed != DC_OK)
-    return g->failed;
-  g->op_name = "split";
+  dc_status entered = dc_enter(g, "split");
+  if (entered != DC_OK)
+    return entered;
   g->seq++;
   if (g->ops->split_all && g->size > 1)
     return g->ops->split_all(g, color, key, out);

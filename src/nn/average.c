@@ -33,11 +33,9 @@ static const char op_name[] = "average_gradients";
 /* Everything is checked before the first all_sum, so a bad argument never
  * leaves a rank half-way through the list while the others wait. */
 static dc_status check_args(dc_group *g, const dc_tensor *t, size_t n) {
-  if (!g)
-    return dc_init_fail(DC_ERR_INVALID, "%s: group is NULL", op_name);
-  if (g->failed != DC_OK)
-    return g->failed;
-  g->err[0] = '\0';
+  dc_status st = dc_enter(g, op_name);
+  if (st != DC_OK)
+    return st;
   if (!t && n > 0)
     return invalid(g, "tensors is NULL with n = %zu", n);
   for (size_t i = 0; i < n; i++) {

@@ -25,11 +25,9 @@ static int is_floating(dc_dtype d) {
 
 static dc_status check_args(dc_group *g, const dc_tensor *t, size_t n,
                             double max_norm) {
-  if (!g)
-    return dc_init_fail(DC_ERR_INVALID, "%s: group is NULL", op_name);
-  if (g->failed != DC_OK)
-    return g->failed;
-  g->err[0] = '\0';
+  dc_status st = dc_enter(g, op_name);
+  if (st != DC_OK)
+    return st;
   if (!t && n > 0)
     return invalid(g, "tensors is NULL with n = %zu", n);
   if (!(max_norm >= 0)) /* also refuses NaN */
