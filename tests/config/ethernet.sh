@@ -1,0 +1,23 @@
+# --over ethernet on the management network: one entry per host with the
+# address the hosts reach each other at; a real job runs with it.
+source "$(dirname "$0")/lib.sh" "$@"
+hosts_up 3
+hosts_link 1 2 # a direct link must not confuse the ethernet address
+hf=$HOSTS_DIR/eth.json
+config --hosts "$(hostlist)" --over ethernet --output "$hf" || fail "distcomm-config failed"
+check_json "$hf" 'h == [{"ssh": "10.99.0.%d" % i, "ips": ["10.99.0.%d" % i]} for i in (1, 2, 3)]' "wrong ethernet hostfile"
+# printed to stdout without --output, same content
+config --hosts "$(hostlist)" --over ethernet >"$HOSTS_DIR/eth2.json" 2>/dev/null || fail "no hostfile on stdout"
+cmp "$hf" "$HOSTS_DIR/eth2.json" || fail "stdout and --output differ"
+# the hosts read back from an MLX hostfile (--hostfile) give the same file
+config --hostfile "$hf" --over ethernet --output "$HOSTS_DIR/eth3.json" || fail "--hostfile failed"
+cmp "$hf" "$HOSTS_DIR/eth3.json" || fail "--hostfile and --hosts differ"
+config --hosts "$(hostlist)" --over ethernet --dot >"$HOSTS_DIR/hosts.dot" || fail "--dot failed"
+render_dot "$HOSTS_DIR/hosts.dot"
+# an unreachable host is named, fast
+timeout 30 "$CONFIG" --help | grep -q DISTCOMM_SSH || fail "--help does not document DISTCOMM_SSH"
+config --hosts 10.99.0.1,10.99.0.9 --over ethernet >"$HOSTS_DIR/err" 2>&1 && fail "unreachable host accepted"
+grep -q "cannot reach 10.99.0.9 over ssh" "$HOSTS_DIR/err" || fail "unreachable host not named: $(cat "$HOSTS_DIR/err")"
+run_job "$hf" "$BUILD/examples/hello"
+check_hello 3
+echo "PASS: ethernet"
