@@ -45,7 +45,8 @@ static int write_json(FILE *f, const struct dcl_ports *p, long nranks, long k)
     return ferror(f) ? -1 : 0;
 }
 
-const char *dcl_write_hostfile(const struct dcl_ports *p, long nranks, long conns_per_ip)
+/* A new private file under temp_dir(), removed at exit. */
+static FILE *create(void)
 {
     snprintf(g_path, sizeof g_path, "%s/distcomm-hostfile-XXXXXX.json", temp_dir());
     int fd = mkstemps(g_path, 5);
@@ -61,14 +62,29 @@ const char *dcl_write_hostfile(const struct dcl_ports *p, long nranks, long conn
     if (f == NULL) {
         close(fd);
         dcl_error("cannot write the hostfile %s: %s", g_path, strerror(errno));
-        return NULL;
     }
-    int bad = write_json(f, p, nranks, conns_per_ip);
+    return f;
+}
+
+static const char *finish(FILE *f, int bad)
+{
     if (fclose(f) != 0 || bad) {
         dcl_error("cannot write the hostfile %s: %s", g_path, strerror(errno));
         return NULL;
     }
     return g_path;
+}
+
+const char *dcl_write_hostfile(const struct dcl_ports *p, long nranks, long conns_per_ip)
+{
+    FILE *f = create();
+    return f == NULL ? NULL : finish(f, write_json(f, p, nranks, conns_per_ip));
+}
+
+const char *dcl_write_hostfile_text(const char *json)
+{
+    FILE *f = create();
+    return f == NULL ? NULL : finish(f, fputs(json, f) < 0);
 }
 
 int dcl_random_hex(char *out, size_t cap, size_t nbytes)

@@ -12,6 +12,9 @@
  * (owned by this module), or NULL after printing why. */
 const char *dcl_write_hostfile(const struct dcl_ports *p, long nranks, long conns_per_ip);
 
+/* The same with the given content (a remote rank's copy of the job's file). */
+const char *dcl_write_hostfile_text(const char *json);
+
 /* Removes the hostfile if one was written; safe to call more than once. */
 void dcl_remove_hostfile(void);
 

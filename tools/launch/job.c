@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "forward.h"
+#include "remote.h"
 #include "signals.h"
+#include "wire.h"
 #include "util.h"
 
 /* What one pollfd entry stands for. */
@@ -53,6 +55,13 @@ static void signal_groups(struct dcl_job *j, int sig)
     for (int i = 0; i < j->started; i++) {
         if (j->ranks[i].pid <= 0)
             continue;
+        /* A remote rank's agent stops it (and says how it ended) when asked;
+         * killing the ssh ends the connection, and the agent kills then. */
+        if (j->ranks[i].host != NULL && sig == SIGTERM) {
+            if (j->ranks[i].running)
+                dcl_remote_send(&j->ranks[i], DCL_W_STOP, NULL, 0);
+            continue;
+        }
         if (kill(-j->ranks[i].pid, sig) != 0 && j->ranks[i].running)
             (void)kill(j->ranks[i].pid, sig); /* group not formed yet */
         if (sig == SIGTERM) /* a stopped (Ctrl-Z) rank would never see it */
@@ -97,7 +106,10 @@ int dcl_job_start(struct dcl_job *j, const struct dcl_launch_env *e)
             begin_stop(j, rc, 0);
             return rc;
         }
-        dcl_info("rank %d started: pid %d", i, (int)j->ranks[i].pid);
+        if (j->ranks[i].host != NULL)
+            dcl_remote_setup(&j->ranks[i], e);
+        dcl_info("rank %d started: pid %d%s%s", i, (int)j->ranks[i].pid,
+                 j->ranks[i].host ? ", ssh to " : "", j->ranks[i].host ? j->ranks[i].host : "");
     }
     return 0;
 }
@@ -113,9 +125,12 @@ static bool others_running(const struct dcl_job *j, int except)
 /* The one line that says which rank brought the job down, and why. */
 static int report_failure(const struct dcl_job *j, const struct dcl_rank *r)
 {
-    char what[96];
+    char what[160];
     int code;
-    if (WIFSIGNALED(r->wstatus)) {
+    if (r->host != NULL && WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 255) {
+        snprintf(what, sizeof what, "lost its ssh connection (ssh exited with status 255)");
+        code = 255;
+    } else if (WIFSIGNALED(r->wstatus)) {
         int sig = WTERMSIG(r->wstatus);
         snprintf(what, sizeof what, "was killed by signal %d (%s)", sig, strsignal(sig));
         code = 128 + sig;
@@ -123,8 +138,12 @@ static int report_failure(const struct dcl_job *j, const struct dcl_rank *r)
         code = WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus) : 1;
         snprintf(what, sizeof what, "exited with status %d", code);
     }
-    dcl_error("rank %d (pid %d on localhost) %s%s", r->index, (int)r->pid, what,
-              others_running(j, r->index) ? "; stopping the other ranks" : "");
+    if (r->host != NULL)
+        dcl_error("rank %d (on host %s) %s%s", r->index, r->host, what,
+                  others_running(j, r->index) ? "; stopping the other ranks" : "");
+    else
+        dcl_error("rank %d (pid %d on localhost) %s%s", r->index, (int)r->pid, what,
+                  others_running(j, r->index) ? "; stopping the other ranks" : "");
     return code;
 }
 
@@ -238,12 +257,18 @@ static void read_stdin(struct dcl_job *j)
         return;
     if (n > 0) {
         for (int i = 0; i < j->started; i++)
-            dcl_input_push(&j->ranks[i], buf, (size_t)n);
+            if (j->ranks[i].host != NULL)
+                dcl_remote_send(&j->ranks[i], DCL_W_INPUT, buf, (size_t)n);
+            else
+                dcl_input_push(&j->ranks[i], buf, (size_t)n);
         return;
     }
     j->stdin_open = false; /* EOF (or unreadable): pass the EOF on to every rank */
     for (int i = 0; i < j->started; i++)
-        dcl_input_flush(&j->ranks[i], true);
+        if (j->ranks[i].host != NULL) /* its ssh stdin stays open: that is the link */
+            dcl_remote_send(&j->ranks[i], DCL_W_EOF, NULL, 0);
+        else
+            dcl_input_flush(&j->ranks[i], true);
 }
 
 static void dispatch(struct dcl_job *j, int k)
@@ -254,7 +279,7 @@ static void dispatch(struct dcl_job *j, int k)
     case W_STDIN: read_stdin(j); break;
     case W_OUT: dcl_stream_pump(&r->out, r->index, j->tag); break;
     case W_ERR: dcl_stream_pump(&r->err, r->index, j->tag); break;
-    case W_IN: dcl_input_flush(r, !j->stdin_open); break;
+    case W_IN: dcl_input_flush(r, !j->stdin_open && r->host == NULL); break;
     }
 }
 

@@ -1,5 +1,6 @@
-/* distcomm-launch: starts N local ranks of a distributed program with the
- * ring backend's configuration, the C counterpart of `mlx.launch -n N`. */
+/* distcomm-launch: starts the ranks of a distributed program with the ring
+ * backend's configuration, the C counterpart of `mlx.launch`: N local ranks
+ * (-n N), or ranks on other hosts over ssh (--hosts, --hostfile; remote.c). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, mkstemps, strsignal, sigabbrev_np */
 #endif
@@ -12,10 +13,12 @@
 #include <unistd.h>
 
 #include "hostfile.h"
+#include "hosts.h"
 #include "job.h"
 #include "mpi_launch.h"
 #include "options.h"
 #include "ports.h"
+#include "remote.h"
 #include "signals.h"
 #include "spawn.h"
 #include "util.h"
@@ -106,7 +109,71 @@ static int prepare(const struct dcl_options *o, struct dcl_ports *ports,
     return 0;
 }
 
-static int launch(const struct dcl_options *o)
+static int launch_here(const struct dcl_options *o);
+
+/* The hostfile's "envs" first, then --env: the user's own word wins. */
+static int merge_envs(struct dcl_options *o, const struct dcl_plan *p)
+{
+    const char **envs = calloc(p->n_envs + o->n_envs + 1, sizeof *envs);
+    if (envs == NULL)
+        return -1;
+    if (p->n_envs > 0)
+        memcpy(envs, p->envs, p->n_envs * sizeof *envs);
+    if (o->n_envs > 0)
+        memcpy(envs + p->n_envs, o->envs, o->n_envs * sizeof *envs);
+    free(o->envs);
+    o->envs = envs;
+    o->n_envs += p->n_envs;
+    return 0;
+}
+
+/* --hosts / --hostfile: remote ranks over ssh, or local ones when every
+ * host is this machine's loopback name. */
+static int launch_hosts(struct dcl_options *o)
+{
+    struct dcl_plan plan;
+    if (dcl_plan_build(o, &plan) != 0) {
+        dcl_plan_free(&plan);
+        return 2;
+    }
+    int rc = 0;
+    if (!o->backend_set && plan.backend != NULL && strcmp(plan.backend, "ring") != 0) {
+        if (strcmp(plan.backend, "mpi") != 0) {
+            dcl_error("--hostfile %s: backend \"%s\" is not supported yet (ring or mpi)",
+                      o->hostfile, plan.backend);
+            rc = 2;
+        }
+        o->backend = "mpi";
+    }
+    if (rc == 0 && merge_envs(o, &plan) != 0) {
+        dcl_error("out of memory");
+        rc = 1;
+    }
+    if (strcmp(o->backend, "mpi") != 0)
+        o->nranks = plan.nranks; /* mpirun gets -n per host */
+    if (rc == 0 && (plan.all_local || strcmp(o->backend, "mpi") == 0)) {
+        if (strcmp(o->backend, "mpi") != 0)
+            o->hosts = o->hostfile = NULL;
+        rc = launch_here(o);
+    } else if (rc == 0) {
+        char **owned;
+        char **argv = resolve_command(o->command, &owned);
+        rc = dcl_remote_launch(o, &plan, argv);
+        free(owned);
+    }
+    dcl_plan_free(&plan);
+    return rc;
+}
+
+static int launch(struct dcl_options *o)
+{
+    bool hosts = o->hosts != NULL || o->hostfile != NULL;
+    if (hosts && strcmp(o->backend, "mpi") != 0) /* --backend mpi: mpirun's hosts */
+        return launch_hosts(o);
+    return launch_here(o);
+}
+
+static int launch_here(const struct dcl_options *o)
 {
     struct dcl_ports ports = {0};
     struct dcl_job job;
@@ -139,6 +206,8 @@ static int launch(const struct dcl_options *o)
 int main(int argc, char **argv)
 {
     ensure_std_fds();
+    if (argc == 2 && strcmp(argv[1], "--remote-agent") == 0)
+        return dcl_agent_main(); /* on a remote host, for the launcher there */
     struct dcl_options opts;
     enum dcl_parse_result pr = dcl_parse_options(argc, argv, &opts);
     if (pr != DCL_PARSE_RUN) {

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "signals.h"
 #include "util.h"
 
@@ -129,27 +131,36 @@ static char *read_file(const char *path)
     return buf;
 }
 
-/* MLX's JSON hostfile: every "ssh": "name" is a host, in order. A scan, not
- * a JSON parser: the launcher stays free of the library. */
-static int json_hosts(char *text, char ***hosts, size_t *n)
+static int push_host(char ***hosts, size_t *n, const char *name)
 {
-    for (char *p = strstr(text, "\"ssh\""); p != NULL; p = strstr(p, "\"ssh\"")) {
-        p += 5;
-        p += strspn(p, " \t\r\n");
-        if (*p != ':')
-            continue;
-        p += 1 + strspn(p + 1, " \t\r\n");
-        char *end = *p == '"' ? strchr(p + 1, '"') : NULL;
-        if (end == NULL)
-            break;
-        char **h = realloc(*hosts, (*n + 1) * sizeof *h);
-        if (h == NULL)
-            return -1;
-        *hosts = h;
-        h[(*n)++] = strndup(p + 1, (size_t)(end - p - 1));
-        p = end + 1;
-    }
+    char **h = realloc(*hosts, (*n + 1) * sizeof *h);
+    if (h == NULL)
+        return -1;
+    *hosts = h;
+    h[(*n)++] = strdup(name);
     return 0;
+}
+
+/* MLX's JSON hostfile (a list of hosts, or {"hosts": [...]}): every host's
+ * "ssh" name, in order. */
+static int json_hosts(const char *text, char ***hosts, size_t *n)
+{
+    cJSON *root = cJSON_Parse(text);
+    if (root == NULL) {
+        dcl_error("--hostfile: not valid JSON");
+        return -1;
+    }
+    const cJSON *list = cJSON_IsObject(root)
+                            ? cJSON_GetObjectItemCaseSensitive(root, "hosts")
+                            : root, *host;
+    int rc = 0;
+    cJSON_ArrayForEach(host, list) {
+        const cJSON *ssh = cJSON_GetObjectItemCaseSensitive(host, "ssh");
+        if (cJSON_IsString(ssh) && rc == 0)
+            rc = push_host(hosts, n, ssh->valuestring);
+    }
+    cJSON_Delete(root);
+    return rc;
 }
 
 /* --hosts a,b,c */
@@ -158,11 +169,8 @@ static int list_hosts(const char *list, char ***hosts, size_t *n)
     char *copy = strdup(list), *save = NULL;
     for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t != NULL;
          t = strtok_r(NULL, ",", &save)) {
-        char **h = realloc(*hosts, (*n + 1) * sizeof *h);
-        if (h == NULL)
+        if (push_host(hosts, n, t) != 0)
             break;
-        *hosts = h;
-        h[(*n)++] = strdup(t);
     }
     free(copy);
     return copy == NULL ? -1 : 0;

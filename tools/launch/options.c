@@ -46,34 +46,52 @@ static void print_usage(FILE *f)
     fprintf(f,
         "usage: " DCL_PROG " [options] [--] command [args...]\n"
         "\n"
-        "Starts N ranks of a distributed program on this machine (like mlx.launch -n N),\n"
-        "gives each the ring backend's configuration (MLX_RANK, MLX_HOSTFILE,\n"
-        "MLX_WORLD_SIZE, DISTCOMM_JOB_ID), forwards their output, broadcasts stdin to\n"
-        "all of them and stops the whole job as soon as one rank fails.\n"
+        "Starts the ranks of a distributed program (like mlx.launch): N on this machine,\n"
+        "or N on each of --hosts / the --hostfile's hosts over ssh. Gives each the ring\n"
+        "backend's configuration (MLX_RANK, MLX_HOSTFILE, MLX_WORLD_SIZE, DISTCOMM_JOB_ID),\n"
+        "forwards their output, broadcasts stdin to all of them and stops the whole job,\n"
+        "on every host, as soon as one rank fails or on Ctrl-C.\n"
         "With --backend mpi it runs mpirun instead, which starts and watches the ranks.\n"
         "\n"
         "options:\n"
-        "  -n, --repeat-hosts N      number of local ranks (default 1)\n"
+        "  -n, --repeat-hosts N      ranks on each host (default 1; without --hosts or\n"
+        "                            --hostfile: N ranks on this machine)\n"
+        "  --hosts H1,H2,...         run over ssh on these hosts, host by host (rank 0..N-1\n"
+        "                            on H1, ...); each name is also the rank's ring address.\n"
+        "                            127.0.0.1/localhost: started here, without ssh\n"
+        "  --hostfile FILE           MLX's JSON hostfile: [{\"ssh\": NAME, \"ips\": [IP...]},\n"
+        "                            ...] or {\"backend\": B, \"envs\": [\"K=V\"...], \"hosts\":\n"
+        "                            [...]}; a host's \"ips\" are its ranks' addresses, \"envs\"\n"
+        "                            are set in every rank, \"backend\" is used unless\n"
+        "                            --backend is given\n"
         "  --backend NAME            ring (default) or mpi (runs mpirun); mesh and nccl\n"
         "                            are not supported yet\n"
         "  --env K=V                 set K=V in every rank (repeatable)\n"
-        "  -p, --starting-port P     rank r's i-th address is 127.0.0.1:P+r*K+i\n"
-        "                            (default: free ports chosen for this job)\n"
+        "  -p, --starting-port P     rank r's i-th address gets port P+r*K+i (default:\n"
+        "                            free ports: here by binding them, on remote hosts\n"
+        "                            from a random base past the ports in use there)\n"
         "  --connections-per-ip K    addresses (parallel connections) per rank (default 1)\n"
-        "  --cwd DIR                 run the ranks in DIR\n"
+        "  --cwd DIR                 run the ranks in DIR (remote default: the current\n"
+        "                            directory when it exists there, else the home)\n"
         "  --tag-output              prefix every output line with \"[rank] \"\n"
         "  --verbose                 log what the launcher does; sets MLX_RING_VERBOSE=1\n"
-        "  --no-verify-script        accepted for mlx.launch compatibility (no effect)\n"
-        "  --hosts H1,H2,...         mpi only: hosts for mpirun (-n ranks on each)\n"
-        "  --hostfile FILE           mpi only: MLX's JSON hostfile (its \"ssh\" names) or an\n"
-        "                            MPI hostfile, given to mpirun as \"host slots=N\" lines\n"
+        "  --no-verify-script        do not check that the command exists on every host\n"
+        "                            before starting (hosts are still checked reachable)\n"
         "  --mpi-arg ARG             mpi only: pass ARG to mpirun (repeatable; split at\n"
         "                            spaces, e.g. --mpi-arg '--mca btl_tcp_if_include eth0')\n"
         "  -h, --help                show this help\n"
         "\n"
         "A command ending in .py that is not executable is run with python3.\n"
+        "Remote hosts: the ssh command is $DISTCOMM_SSH (default \"ssh\", split at spaces,\n"
+        "e.g. \"ssh -F my_config\"), always with -o BatchMode=yes -o ConnectTimeout=5: a\n"
+        "password prompt is an error, not a wait. Every host needs key-based ssh, the\n"
+        "command, and distcomm-launch (at this one's path or on the PATH of ssh\n"
+        "sessions). With --backend mpi, --hosts/--hostfile (JSON or an MPI hostfile)\n"
+        "go to mpirun as \"host slots=N\" lines.\n"
         "Exit status: 0 when every rank succeeds; otherwise the failing rank's status\n"
-        "(128+signal when it was killed); 130/143 on SIGINT/SIGTERM; 2 on bad usage.\n");
+        "(128+signal when it was killed); 130/143 on SIGINT/SIGTERM; 2 on bad usage;\n"
+        "before starting remote ranks: 255 when a host cannot be reached over ssh, 127\n"
+        "when the command (or distcomm-launch) is missing on a host.\n");
 }
 
 static enum dcl_parse_result bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -109,6 +127,7 @@ static enum dcl_parse_result set_backend(struct dcl_options *o, const char *v)
     static const char *const later[] = {"mesh", "jaccl", "nccl"};
     if (strcmp(v, "ring") == 0 || strcmp(v, "mpi") == 0) {
         o->backend = v;
+        o->backend_set = true;
         return DCL_PARSE_RUN;
     }
     for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
@@ -166,7 +185,7 @@ static enum dcl_parse_result apply(struct dcl_options *o, const struct opt_def *
     case OPT_HOSTS: o->hosts = v; return DCL_PARSE_RUN;
     case OPT_HOSTFILE: o->hostfile = v; return DCL_PARSE_RUN;
     case OPT_MPI_ARG: return add_mpi_arg(o, v);
-    case OPT_NO_VERIFY: return DCL_PARSE_RUN; /* no effect */
+    case OPT_NO_VERIFY: o->no_verify = true; return DCL_PARSE_RUN;
     }
     return DCL_PARSE_BAD;
 }
@@ -219,16 +238,12 @@ static enum dcl_parse_result parse_one(struct dcl_options *o, int argc, char **a
     return apply(o, d, inline_val);
 }
 
-/* Remote hosts are mpirun's business; the ring launches local ranks only. */
 static enum dcl_parse_result check_hosts(const struct dcl_options *o)
 {
     bool mpi = strcmp(o->backend, "mpi") == 0;
-    if (!mpi && (o->hosts != NULL || o->hostfile != NULL))
-        return bad("--%s is not supported yet with --backend %s (only local ranks, -n N; "
-                   "--backend mpi takes it)", o->hosts ? "hosts" : "hostfile", o->backend);
     if (o->hosts != NULL && o->hostfile != NULL)
         return bad("give --hosts or --hostfile, not both");
-    if (!mpi && o->n_mpi_args > 0)
+    if (!mpi && o->n_mpi_args > 0 && (o->backend_set || o->hostfile == NULL))
         return bad("--mpi-arg needs --backend mpi");
     return DCL_PARSE_RUN;
 }

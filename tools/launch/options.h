@@ -1,4 +1,4 @@
-/* Command-line options of distcomm-launch (the local part of mlx.launch). */
+/* Command-line options of distcomm-launch (mlx.launch). */
 #ifndef DCL_OPTIONS_H
 #define DCL_OPTIONS_H
 
@@ -9,7 +9,9 @@
 
 struct dcl_options {
     long nranks;          /* -n / --repeat-hosts */
-    const char *backend;  /* "ring" (local ranks) or "mpi" (mpirun) */
+    const char *backend;  /* "ring" (our ranks) or "mpi" (mpirun) */
+    bool backend_set;     /* --backend given (else a hostfile's "backend" counts) */
+    bool no_verify;       /* --no-verify-script */
     const char **envs;    /* "K=V" strings from --env, pointing into argv */
     size_t n_envs;
     long starting_port;   /* 0: pick free ports */
@@ -20,8 +22,8 @@ struct dcl_options {
     char **command;       /* NULL-terminated, points into argv */
     const char **mpi_args; /* --mpi-arg values (mpi only), pointing into argv */
     size_t n_mpi_args;
-    const char *hosts;    /* --hosts (mpi only) */
-    const char *hostfile; /* --hostfile (mpi only) */
+    const char *hosts;    /* --hosts */
+    const char *hostfile; /* --hostfile (MLX's JSON) */
 };
 
 /* What the caller should do after parsing. */

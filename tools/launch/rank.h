@@ -1,4 +1,5 @@
-/* One local rank as the launcher sees it: its process and its three pipes. */
+/* One rank as the launcher sees it: its process and its three pipes. A
+ * remote rank's process is the ssh that runs it (see remote.h). */
 #ifndef DCL_RANK_H
 #define DCL_RANK_H
 
@@ -23,6 +24,8 @@ struct dcl_inq {
 
 struct dcl_rank {
     int index;
+    const char *host; /* the ssh name of a remote rank, NULL for a local one */
+    char **ssh_argv;  /* remote: the ssh command that runs the agent there */
     pid_t pid;        /* also its process group id */
     bool running;     /* not reaped yet */
     int wstatus;      /* from waitpid once reaped */

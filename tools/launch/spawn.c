@@ -52,7 +52,8 @@ static void set_env(const struct dcl_launch_env *e, int rank)
 }
 
 /* Runs in the forked child; never returns. fds: the child's ends. */
-static void child(const struct dcl_launch_env *e, int rank, const int fds[3], int report)
+static void child(const struct dcl_launch_env *e, int rank, char **ssh_argv, const int fds[3],
+                  int report)
 {
     dcl_signals_reset_in_child();
     /* A launcher killed with SIGKILL cannot stop its ranks; let the kernel. */
@@ -65,6 +66,10 @@ static void child(const struct dcl_launch_env *e, int rank, const int fds[3], in
     for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0)
             child_fail(report, STAGE_SETUP);
+    if (ssh_argv != NULL) { /* the rank's setup goes on its stdin (remote.c) */
+        execvp(ssh_argv[0], ssh_argv);
+        child_fail(report, STAGE_EXEC);
+    }
     if (e->opts->cwd != NULL && chdir(e->opts->cwd) != 0)
         child_fail(report, STAGE_CHDIR);
     set_env(e, rank);
@@ -96,10 +101,11 @@ static int make_pipes(int pipes[4][2])
     return 0;
 }
 
-static int explain(const struct dcl_launch_env *e, int rank, pid_t pid, struct report rep)
+static int explain(const struct dcl_launch_env *e, const struct dcl_rank *r, struct report rep)
 {
-    waitpid(pid, NULL, 0);
-    const char *cmd = e->argv[0];
+    int rank = r->index;
+    waitpid(r->pid, NULL, 0);
+    const char *cmd = r->ssh_argv ? r->ssh_argv[0] : e->argv[0];
     if (rep.stage == STAGE_CHDIR) {
         dcl_error("rank %d: cannot change directory to '%s': %s", rank, e->opts->cwd,
                   strerror(rep.err));
@@ -133,7 +139,7 @@ static int adopt(struct dcl_rank *r, const struct dcl_launch_env *e, int pipes[4
     close(pipes[3][0]);
     if (n == (ssize_t)sizeof rep) {
         r->running = false;
-        return explain(e, r->index, r->pid, rep);
+        return explain(e, r, rep);
     }
     if (out_ok != 0 || err_ok != 0) {
         dcl_error("out of memory");
@@ -161,7 +167,7 @@ int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e)
     r->pid = fork();
     if (r->pid == 0) {
         int fds[3] = {pipes[0][0], pipes[1][1], pipes[2][1]};
-        child(e, r->index, fds, pipes[3][1]);
+        child(e, r->index, r->ssh_argv, fds, pipes[3][1]);
     }
     int fork_errno = errno;
     sigprocmask(SIG_SETMASK, &old, NULL);

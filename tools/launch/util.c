@@ -12,13 +12,15 @@
 #include <unistd.h>
 
 bool dcl_verbose = false;
+char dcl_where[128];
 
 static void vsay(const char *fmt, va_list ap)
 {
     /* One fprintf per piece on an unbuffered stderr could let a rank's line
      * land in the middle; format into one buffer and write it at once. */
     char line[1024];
-    int n = snprintf(line, sizeof line, "%s: ", DCL_PROG);
+    int n = dcl_where[0] ? snprintf(line, sizeof line, "%s (%s): ", DCL_PROG, dcl_where)
+                         : snprintf(line, sizeof line, "%s: ", DCL_PROG);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
     if (len > sizeof line - 2)

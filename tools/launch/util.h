@@ -10,6 +10,9 @@
 
 /* Set once from --verbose; read by dcl_info(). */
 extern bool dcl_verbose;
+/* Said after the program name when set, e.g. "rank 2 on 10.0.0.3" (the
+ * remote agent, so that its messages name the rank and host). */
+extern char dcl_where[128];
 
 /* "distcomm-launch: <message>\n" on stderr. */
 void dcl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,88 @@
+# --hosts and --hostfile without real hosts: usage errors, loopback names
+# (started locally), and the whole remote path (probe, agent, frames, stop)
+# through a stand-in ssh (DISTCOMM_SSH) that runs the command on this
+# machine, so that it also runs under the sanitizer builds. The real thing,
+# over ssh between network namespaces, is tests/hosts.
+# shellcheck disable=SC2016 # $VARS in rank commands are for the ranks' shells
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# Usage errors: status 2, the problem named.
+bad() { # bad PATTERN ARGS...: the launcher refuses ARGS with PATTERN
+    local pat=$1
+    shift
+    launch "$@" -- true 2> "$T/e"
+    expect_eq "$?" 2 "$*"
+    grep -q -- "$pat" "$T/e" || fail "$*: unexpected message: $(cat "$T/e")"
+}
+bad "a host name is empty" --hosts 10.0.0.1,,10.0.0.2
+bad "cannot be mixed" --hosts 127.0.0.1,10.0.0.2
+printf '[{"ssh": "10.0.0.1", "ips": [1]}]' > "$T/h1.json"
+bad '"ips" of host 0 must be a list of strings' --hostfile "$T/h1.json"
+printf '[{"ssh": "10.0.0.1",' > "$T/h2.json"
+bad "not MLX's JSON hostfile" --hostfile "$T/h2.json"
+printf '[{"ips": ["10.0.0.1"]}]' > "$T/h3.json"
+bad 'host 0 has no "ssh" name' --hostfile "$T/h3.json"
+printf '{"backend": "nccl", "hosts": [{"ssh": "10.0.0.1"}]}' > "$T/h4.json"
+bad 'backend "nccl" is not supported yet' --hostfile "$T/h4.json"
+bad "give --hosts or --hostfile" --hosts 10.0.0.1 --hostfile "$T/h4.json"
+
+# Loopback names are this machine: local ranks, -n each, no ssh.
+out=$(DISTCOMM_SSH=/nonexistent launch -n 2 --hosts 127.0.0.1,localhost -- \
+    sh -c 'echo "$MLX_RANK/$MLX_WORLD_SIZE"' | sort | tr '\n' ' ')
+expect_eq "$out" "0/4 1/4 2/4 3/4 " "local ranks from --hosts 127.0.0.1,localhost"
+
+# A stand-in for ssh: drops the options, runs the command here, so that
+# hosts 127.0.0.2 and 127.0.0.3 are "remote" yet reachable.
+mkdir -p "$T/bin"
+cat > "$T/bin/fake-ssh" <<'SH'
+#!/bin/sh
+while [ $# -gt 0 ]; do
+    case $1 in -o | -F) shift 2 ;; -*) shift ;; *) break ;; esac
+done
+host=$1
+shift
+[ "$host" = 127.0.0.9 ] && { echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255; }
+exec sh -c "$*"
+SH
+chmod +x "$T/bin/fake-ssh"
+export DISTCOMM_SSH="$T/bin/fake-ssh -o Unused=1"
+
+# Every rank gets its setup from the agent: variables, hostfile, cwd, stdin.
+printf 'hello\n' | launch --tag-output -n 2 --hosts 127.0.0.2,127.0.0.3 --env DCL_E=e \
+    --cwd / -- sh -c 'read -r l; echo "$MLX_RANK/$MLX_WORLD_SIZE $l $DCL_E $PWD ${#DISTCOMM_JOB_TOKEN} $(cat "$MLX_HOSTFILE")"' \
+    > "$T/o" 2> "$T/e"
+expect_eq "$?" 0 "a job through the agent"
+expect_eq "$(grep -c " hello e / 32 \[\[\"127.0.0.2:[0-9]*\"\],\[\"127.0.0.2:[0-9]*\"\],\[\"127.0.0.3:[0-9]*\"\],\[\"127.0.0.3:[0-9]*\"\]\]$" "$T/o")" 4 \
+    "ranks' variables, stdin, cwd, token and hostfile: $(cat "$T/o" "$T/e")"
+for r in 0 1 2 3; do
+    grep -q "^\[$r\] $r/4 " "$T/o" || fail "no line from rank $r"
+done
+expect_no_hostfile
+
+# The token never appears on a command line.
+launch --hosts 127.0.0.2 -- sh -c 'ps -eo args; echo "T=$DISTCOMM_JOB_TOKEN"' > "$T/o" 2>&1
+tok=$(sed -n 's/^T=//p' "$T/o")
+[ ${#tok} -eq 32 ] || fail "no token in the rank: $(cat "$T/o")"
+[ "$(grep -c -- "$tok" "$T/o")" -eq 1 ] || fail "the token shows in ps: $(grep -- "$tok" "$T/o")"
+
+# A failing remote rank is named with its host; the others are stopped.
+launch -n 2 --hosts 127.0.0.2,127.0.0.3 -- sh -c '
+    echo $$ > "$0.pid.$MLX_RANK"
+    if [ "$MLX_RANK" = 2 ]; then sleep 0.5; exit 3; fi
+    sleep 60 & echo $! > "$0.child.$MLX_RANK"; wait' "$T/f" 2> "$T/e"
+expect_eq "$?" 3 "status of a failing remote rank"
+grep -q "^distcomm-launch: rank 2 (on host 127.0.0.3) exited with status 3; stopping the other ranks$" "$T/e" ||
+    fail "unexpected failure line: $(cat "$T/e")"
+expect_gone "$T"/f.pid.* "$T"/f.child.*
+
+# Checks before anything starts: an unreachable host, a missing command.
+launch --hosts 127.0.0.2,127.0.0.9 -- touch "$T/ran" 2> "$T/e"
+expect_eq "$?" 255 "an unreachable host"
+grep -q "cannot reach host 127.0.0.9 over ssh: ssh: connect to host 127.0.0.9 port 22: Connection refused" "$T/e" ||
+    fail "unexpected message: $(cat "$T/e")"
+launch --hosts 127.0.0.2 -- no-such-command-dcl 2> "$T/e"
+expect_eq "$?" 127 "a missing command"
+grep -q "host 127.0.0.2: command 'no-such-command-dcl' not found" "$T/e" || fail "unexpected message: $(cat "$T/e")"
+[ ! -e "$T/ran" ] || fail "a rank ran although the checks failed"
+echo PASS

@@ -1,0 +1,264 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "hosts.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include "util.h"
+
+static bool is_local_name(const char *h)
+{
+    return strcmp(h, "127.0.0.1") == 0 || strcmp(h, "localhost") == 0 ||
+           strcmp(h, "::1") == 0;
+}
+
+static bool is_ip(const char *s)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+/* A host name in --hosts becomes its address, as the ring needs one. */
+static char *resolve(const char *ssh)
+{
+    const char *at = strrchr(ssh, '@');
+    const char *name = at ? at + 1 : ssh;
+    if (is_ip(name))
+        return strdup(name);
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+    int rc = getaddrinfo(name, NULL, &hints, &res);
+    if (rc != 0) {
+        dcl_error("host '%s': cannot find its address (%s); give an IP address, or "
+                  "\"ips\" in the hostfile", ssh, gai_strerror(rc));
+        return NULL;
+    }
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, text, sizeof text);
+    freeaddrinfo(res);
+    return strdup(text);
+}
+
+static int add_rank(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ips)
+{
+    struct dcl_host *grown = realloc(p->ranks, (size_t)(p->nranks + 1) * sizeof *grown);
+    if (grown == NULL)
+        return -1;
+    p->ranks = grown;
+    struct dcl_host *h = &p->ranks[p->nranks++];
+    h->ssh = strdup(ssh);
+    h->local = is_local_name(ssh);
+    h->ips = calloc(n_ips ? n_ips : 1, sizeof *h->ips);
+    h->n_ips = n_ips;
+    if (h->ssh == NULL || h->ips == NULL)
+        return -1;
+    for (size_t i = 0; i < n_ips; i++)
+        if ((h->ips[i] = strdup(ips[i])) == NULL)
+            return -1;
+    return 0;
+}
+
+/* One host entry, repeated -n times; no "ips": the ssh name's address. */
+static int add_host(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ips, long rep)
+{
+    char *own = NULL;
+    if (n_ips == 0) {
+        if ((own = resolve(ssh)) == NULL)
+            return -1;
+        ips = &own;
+        n_ips = 1;
+    }
+    int rc = 0;
+    for (long k = 0; k < rep && rc == 0; k++)
+        if (p->nranks >= DCL_MAX_RANKS || add_rank(p, ssh, ips, n_ips) != 0) {
+            dcl_error(p->nranks >= DCL_MAX_RANKS ? "too many ranks (at most %d)"
+                                                 : "out of memory (%d)", DCL_MAX_RANKS);
+            rc = -1;
+        }
+    free(own);
+    return rc;
+}
+
+static int from_list(const char *list, long rep, struct dcl_plan *p)
+{
+    char *copy = strdup(list), *save = NULL;
+    int rc = copy == NULL ? -1 : 0;
+    if (list[0] == '\0' || list[0] == ',' || strstr(list, ",,") ||
+        list[strlen(list) - 1] == ',') {
+        dcl_error("--hosts '%s': a host name is empty", list);
+        rc = -1;
+    }
+    for (char *t = rc ? NULL : strtok_r(copy, ",", &save); t != NULL && rc == 0;
+         t = strtok_r(NULL, ",", &save))
+        rc = add_host(p, t, NULL, 0, rep);
+    free(copy);
+    return rc;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        dcl_error("--hostfile %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0, got;
+    char *buf = malloc(cap), *b;
+    while (buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0)
+        if ((n += got) + 1 == cap && (b = realloc(buf, cap *= 2)) != buf) {
+            if (b == NULL)
+                free(buf);
+            buf = b;
+        }
+    fclose(f);
+    if (buf == NULL)
+        dcl_error("out of memory");
+    else
+        buf[n] = '\0';
+    return buf;
+}
+
+/* A list of strings (the "ips" of a host, the "envs"); absent or null is an
+ * empty list. The strings stay owned by the parsed tree. */
+static int strings(const char *path, const char *what, const cJSON *v,
+                   char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (v == NULL || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        goto bad;
+    *out = calloc((size_t)cJSON_GetArraySize(v) + 1, sizeof **out);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, v) {
+        if (*out == NULL)
+            break;
+        if (!cJSON_IsString(item))
+            goto bad;
+        (*out)[(*n)++] = item->valuestring;
+    }
+    return *out != NULL ? 0 : -1;
+bad:
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    dcl_error("--hostfile %s: %s must be a list of strings", path, what);
+    return -1;
+}
+
+static int from_hosts(const char *path, const cJSON *hosts, long rep,
+                      struct dcl_plan *p)
+{
+    if (!cJSON_IsArray(hosts) || cJSON_GetArraySize(hosts) == 0) {
+        dcl_error("--hostfile %s: expected a list of hosts ({\"ssh\": ..., \"ips\": [...]})",
+                  path);
+        return -1;
+    }
+    size_t i = 0;
+    const cJSON *host;
+    cJSON_ArrayForEach(host, hosts) {
+        const cJSON *ssh = cJSON_GetObjectItemCaseSensitive(host, "ssh");
+        char what[64], **ips;
+        size_t n_ips;
+        if (!cJSON_IsString(ssh) || ssh->valuestring[0] == '\0') {
+            dcl_error("--hostfile %s: host %zu has no \"ssh\" name", path, i);
+            return -1;
+        }
+        snprintf(what, sizeof what, "\"ips\" of host %zu", i++);
+        int rc = strings(path, what, cJSON_GetObjectItemCaseSensitive(host, "ips"),
+                         &ips, &n_ips);
+        rc = rc == 0 ? add_host(p, ssh->valuestring, ips, n_ips, rep) : -1;
+        free(ips);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The "envs" and "backend" of the object form, kept for the launch. */
+static int from_object(const char *path, const cJSON *root, long rep,
+                       struct dcl_plan *p)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "backend");
+    char **envs;
+    size_t n;
+    if (cJSON_IsString(b) && b->valuestring[0] != '\0')
+        p->backend = strdup(b->valuestring);
+    if (strings(path, "\"envs\"", cJSON_GetObjectItemCaseSensitive(root, "envs"),
+                &envs, &n) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (strchr(envs[i], '=') == NULL) {
+            dcl_error("--hostfile %s: \"envs\" entry '%s' is not of the form K=V", path,
+                      envs[i]);
+            free(envs);
+            return -1;
+        }
+        envs[i] = strdup(envs[i]);
+    }
+    p->envs = envs;
+    p->n_envs = n;
+    return from_hosts(path, cJSON_GetObjectItemCaseSensitive(root, "hosts"), rep, p);
+}
+
+static int from_file(const char *path, long rep, struct dcl_plan *p)
+{
+    char *text = read_text(path);
+    if (text == NULL)
+        return -1;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (root == NULL) {
+        dcl_error("--hostfile %s: not MLX's JSON hostfile (bad JSON at byte %ld)", path,
+                  end != NULL ? (long)(end - text) : 0L);
+        free(text);
+        return -1;
+    }
+    free(text);
+    int rc = cJSON_IsObject(root) ? from_object(path, root, rep, p)
+                                  : from_hosts(path, root, rep, p);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int dcl_plan_build(const struct dcl_options *o, struct dcl_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    int rc = o->hostfile ? from_file(o->hostfile, o->nranks, p)
+                         : from_list(o->hosts, o->nranks, p);
+    if (rc != 0)
+        return -1;
+    size_t locals = 0;
+    for (long r = 0; r < p->nranks; r++)
+        locals += p->ranks[r].local;
+    p->all_local = locals == (size_t)p->nranks;
+    if (locals > 0 && !p->all_local) {
+        dcl_error("127.0.0.1/localhost cannot be mixed with other hosts: remote ranks "
+                  "could not reach it; give this machine's address instead");
+        return -1;
+    }
+    return 0;
+}
+
+void dcl_plan_free(struct dcl_plan *p)
+{
+    for (long r = 0; r < p->nranks; r++) {
+        for (size_t i = 0; i < p->ranks[r].n_ips; i++)
+            free(p->ranks[r].ips[i]);
+        free(p->ranks[r].ips);
+        free(p->ranks[r].ssh);
+    }
+    for (size_t i = 0; i < p->n_envs; i++)
+        free(p->envs[i]);
+    free(p->envs);
+    free(p->ranks);
+    free(p->backend);
+    memset(p, 0, sizeof *p);
+}
