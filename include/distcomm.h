@@ -26,9 +26,11 @@
  *     dc_strerror() gives a fixed text; dc_group_last_error() gives the detail
  *     of the last failure on that group, naming the op, the peer rank and its
  *     address. After a communication failure the group is poisoned: every
- *     later collective returns the first error at once (DC_ERR_ABORTED is
- *     never returned for the failure itself, only by dc_group_* on a group
- *     already freed). Free a poisoned group and stop.
+ *     later collective returns the first error at once, with the same
+ *     status and detail. Free a poisoned group and stop. Using a group after
+ *     dc_group_free() is a use-after-free the library cannot detect.
+ *     DC_ERR_ABORTED comes in a peer's abort frame that carries no status
+ *     of its own.
  *   - Every wait is bounded: when no byte moves for the group's timeout
  *     (default 300 s, DISTCOMM_TIMEOUT in seconds, dc_group_set_timeout()),
  *     the call fails with DC_ERR_TIMEOUT naming the peer it waited for.

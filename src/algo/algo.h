@@ -47,8 +47,19 @@ struct dc_comm {
   uint32_t aux;
   uint32_t seq;        /* collective number or per-pair counter */
   size_t total_bytes; /* the op's size, for "after X of Y" messages */
+  /* Only the ring neighbours (rank +-1) are connected, as on a ring of
+   * direct cables: every algorithm must stay on the ring. */
+  int neighbours_only;
   /* Run a batch to completion. */
   dc_status (*run)(dc_comm *c, dc_xfer *x, int n);
+  /* Single copy, offered when every rank is on this host (the same on
+   * every rank): copy len bytes at address src in peer's memory to dst.
+   * The peer must keep them there until it hears from us again. pull_ok
+   * says whether this rank can read every peer (set-up probed it); ranks
+   * agree on using pull before they do (algo/pull.c). */
+  dc_status (*pull)(dc_comm *c, int peer, void *dst, uint64_t src,
+                    size_t len);
+  int pull_ok;
   void *ctx;
 };
 
@@ -66,8 +77,20 @@ dc_status dc_algo_barrier(dc_comm *c);
 dc_status dc_ring_all_reduce(dc_comm *c, const void *send, void *recv);
 dc_status dc_ring_all_gather(dc_comm *c, void *recv);
 dc_status dc_ring_reduce_scatter(dc_comm *c, const void *send, void *recv);
+/* Root's data passed along the ring clockwise, chunk by chunk. */
+dc_status dc_ring_broadcast(dc_comm *c, void *buf, int root);
+/* Every rank hears, through its left neighbour, from every other rank. */
+dc_status dc_ring_barrier(dc_comm *c);
+/* Single copy (c->pull): every rank reads what it needs straight from
+ * its peers' buffers; DC_ERR_NOT_SUPPORTED on every rank alike (after one
+ * round of frames) when some rank's buffers overlap in a way it cannot
+ * serve: the caller then runs another algorithm. */
+dc_status dc_pull_all_reduce(dc_comm *c, const void *send, void *recv);
+dc_status dc_pull_all_gather(dc_comm *c, const void *send, void *recv);
+dc_status dc_pull_reduce_scatter(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_all_reduce(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_all_gather(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_reduce_scatter(dc_comm *c, const void *send, void *recv);
+dc_status dc_direct_barrier(dc_comm *c);
 
 #endif

@@ -92,7 +92,7 @@ dc_status dc_direct_all_gather(dc_comm *c, const void *send, void *recv) {
   return exchange(c, b.block, send_block, recv_block, &b);
 }
 
-dc_status dc_algo_barrier(dc_comm *c) {
+dc_status dc_direct_barrier(dc_comm *c) {
   static char none;
   bufs b = {.send = &none, .recv = &none, .block = 0, .whole = 1};
   return exchange(c, 0, send_block, recv_block, &b);

@@ -200,3 +200,44 @@ dc_status dc_ring_reduce_scatter(dc_comm *c, const void *send, void *recv) {
   free(mem);
   return st;
 }
+
+/* A chain from the root clockwise: each rank receives chunk j from its left
+ * neighbour while it passes chunk j-1 on, so the chain is pipelined. */
+dc_status dc_ring_broadcast(dc_comm *c, void *buf, int root) {
+  int n = c->size, dist = dc_mod(c->rank - root, n);
+  int prev = dc_mod(c->rank - 1, n), next = dc_mod(c->rank + 1, n);
+  int last = dist == n - 1, chunks = 1;
+  if (c->total_bytes > CHUNK_BYTES)
+    chunks = (int)((c->total_bytes + CHUNK_BYTES - 1) / CHUNK_BYTES);
+  dc_range all = {0, c->total_bytes};
+  dc_status st = DC_OK;
+  /* step j: receive chunk j (not the root), send chunk j-1 (root: chunk j) */
+  for (int j = 0; j <= chunks && st == DC_OK; j++) {
+    dc_xfer x[2];
+    int k = 0, out = dist == 0 ? j : j - 1;
+    if (dist != 0 && j < chunks) {
+      dc_range r = dc_piece(all, (size_t)chunks, (size_t)j);
+      x[k++] = dc_xrecv(prev, 0, (char *)buf + r.off, r.len);
+    }
+    if (!last && out >= 0 && out < chunks) {
+      dc_range r = dc_piece(all, (size_t)chunks, (size_t)out);
+      x[k++] = dc_xsend(next, 0, (char *)buf + r.off, r.len);
+    }
+    if (k)
+      st = c->run(c, x, k);
+  }
+  return st;
+}
+
+/* n-1 steps of an empty all_gather: what a rank receives at step s left
+ * its sender only after that sender had heard from s ranks before it. */
+dc_status dc_ring_barrier(dc_comm *c) {
+  static char none;
+  int prev = dc_mod(c->rank - 1, c->size), next = dc_mod(c->rank + 1, c->size);
+  dc_status st = DC_OK;
+  for (int s = 0; s < c->size - 1 && st == DC_OK; s++) {
+    dc_xfer x[2] = {dc_xsend(next, 0, &none, 0), dc_xrecv(prev, 0, &none, 0)};
+    st = c->run(c, x, 2);
+  }
+  return st;
+}

@@ -6,24 +6,46 @@
 #include "algo/algo.h"
 #include "core/group.h"
 
+/* Direct exchange needs every pair connected; with neighbours only (and
+ * more than 2 ranks) everything goes round the ring. */
+static int ring_only(const dc_comm *c) {
+  return c->neighbours_only && c->size > 2;
+}
+
+/* Single copy between same-host processes (c->pull) above direct's sizes;
+ * NOT_SUPPORTED (odd buffer overlaps, on every rank alike) falls back. */
+static int pull(const dc_comm *c) { return c->pull && !ring_only(c); }
+
 dc_status dc_algo_all_reduce(dc_comm *c, const void *send, void *recv) {
+  if (ring_only(c))
+    return dc_ring_all_reduce(c, send, recv);
   if (c->total_bytes <= DC_DIRECT_MAX_BYTES || c->count < (size_t)c->size)
     return dc_direct_all_reduce(c, send, recv);
-  return dc_ring_all_reduce(c, send, recv);
+  dc_status st = pull(c) ? dc_pull_all_reduce(c, send, recv)
+                         : DC_ERR_NOT_SUPPORTED;
+  return st != DC_ERR_NOT_SUPPORTED ? st : dc_ring_all_reduce(c, send, recv);
 }
 
 dc_status dc_algo_all_gather(dc_comm *c, const void *send, void *recv) {
-  if (c->total_bytes * (size_t)c->size <= 4 * DC_DIRECT_MAX_BYTES)
+  if (!ring_only(c) &&
+      c->total_bytes * (size_t)c->size <= 4 * DC_DIRECT_MAX_BYTES)
     return dc_direct_all_gather(c, send, recv);
+  dc_status st = pull(c) ? dc_pull_all_gather(c, send, recv)
+                         : DC_ERR_NOT_SUPPORTED;
+  if (st != DC_ERR_NOT_SUPPORTED)
+    return st;
   char *mine = (char *)recv + (size_t)c->rank * c->total_bytes;
   memmove(mine, send, c->total_bytes);
   return dc_ring_all_gather(c, recv);
 }
 
 dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv) {
-  if (c->total_bytes * (size_t)c->size <= DC_DIRECT_MAX_BYTES)
+  if (!ring_only(c) && c->total_bytes * (size_t)c->size <= DC_DIRECT_MAX_BYTES)
     return dc_direct_reduce_scatter(c, send, recv);
-  return dc_ring_reduce_scatter(c, send, recv);
+  dc_status st = pull(c) ? dc_pull_reduce_scatter(c, send, recv)
+                         : DC_ERR_NOT_SUPPORTED;
+  return st != DC_ERR_NOT_SUPPORTED ? st
+                                    : dc_ring_reduce_scatter(c, send, recv);
 }
 
 /* The root sends to every rank directly (one batch). Then every rank
@@ -31,6 +53,10 @@ dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv) {
  * rank, so ranks that disagree on the root fail here, on every rank, rather
  * than return with stale data. */
 dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root) {
+  if (ring_only(c)) {
+    dc_status st = dc_ring_broadcast(c, buf, root);
+    return st == DC_OK ? dc_algo_barrier(c) : st;
+  }
   dc_xfer local[64];
   int n = c->rank == root ? c->size - 1 : 1;
   dc_xfer *x = n <= 64 ? local : malloc(sizeof *x * (size_t)n);
@@ -45,4 +71,8 @@ dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root) {
   if (x != local)
     free(x);
   return st == DC_OK ? dc_algo_barrier(c) : st;
+}
+
+dc_status dc_algo_barrier(dc_comm *c) {
+  return ring_only(c) ? dc_ring_barrier(c) : dc_direct_barrier(c);
 }

@@ -24,6 +24,9 @@
 #define BACKOFF_MIN_US 20             /* sleeping while a same-host peer */
 #define BACKOFF_MAX_US 1000           /* is slow: never 100% CPU forever */
 
+_Static_assert(DC_MBOX_HDR == DC_FRAME_BYTES, "a mailbox slot holds a frame");
+_Static_assert(sizeof(dc_mbox_slot) == 64, "a mailbox slot is one line");
+
 typedef struct xstate {
   dc_xfer *x;
   dc_conn *conn;
@@ -89,6 +92,8 @@ void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,
   c->seq = seq;
   c->total_bytes = count * dc_dtype_size(dtype);
   c->run = dc_tcp_run;
+  c->pull = t->one_host ? dc_tcp_pull : NULL;
+  c->pull_ok = t->pull_ok;
   c->ctx = t;
   for (int i = 0; i < t->size * t->lanes; i++)
     t->conns[i].op_rx = 0;
@@ -112,8 +117,9 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 static dc_status lost(dc_tcp *t, const dc_comm *c, dc_conn *k, int err) {
   return dc_fail(t->g, DC_ERR_PEER_LOST,
-                 "rank %d (%s) %s after %.1f MiB of %.1f MiB", k->peer,
-                 k->addr, err ? strerror(err) : "closed the connection",
+                 "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
+                 k->addr, err ? ": " : " ",
+                 err ? strerror(err) : "closed the connection",
                  mib(k->op_rx), mib(c->total_bytes));
 }
 
@@ -172,7 +178,26 @@ static ssize_t conn_read(dc_conn *k, void *p, size_t n) {
   return r;
 }
 
+/* A frame whose payload fits a mailbox slot goes as one cache line. */
+static int by_mbox(const xstate *s) {
+  return s->conn->tx && s->x->len <= DC_MBOX_PAYLOAD;
+}
+
+static ssize_t send_mbox(xstate *s) {
+  dc_conn *k = s->conn;
+  if (!dc_mbox_put(k->tx, &k->mb_sent, &k->mb_taken, s->hdr, s->x->buf,
+                   s->x->len))
+    return 0;
+  s->hdr_done = DC_FRAME_BYTES;
+  s->done = s->x->len;
+  s->finished = 1;
+  k->tx_left = 0;
+  return (ssize_t)(DC_FRAME_BYTES + s->x->len);
+}
+
 static ssize_t step_send(xstate *s) {
+  if (by_mbox(s))
+    return send_mbox(s);
   struct iovec iov[2];
   int n = 0;
   if (s->hdr_done < DC_FRAME_BYTES)
@@ -277,9 +302,34 @@ static ssize_t small_from_pipe(dc_tcp *t, dc_comm *c, xstate *s,
   return (ssize_t)want;
 }
 
+/* s->hdr holds the header we expect (setup): equal bytes need no decoding. */
+static ssize_t recv_mbox(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
+  dc_conn *k = s->conn;
+  const dc_mbox_slot *m = dc_mbox_peek(k->rx, k->mb_got);
+  if (!m)
+    return 0;
+  if (memcmp(m->hdr, s->hdr, DC_FRAME_BYTES) != 0) {
+    memcpy(s->hdr, m->hdr, DC_FRAME_BYTES);
+    if ((*st = check_header(t, c, s)) != DC_OK)
+      return DC_FRAME_BYTES;
+  }
+  if (s->x->reduce)
+    reduce_into(c, s, m->data, s->x->len);
+  else if (s->x->len)
+    memcpy(s->x->buf, m->data, s->x->len);
+  dc_mbox_take(k->rx, &k->mb_got);
+  s->hdr_done = DC_FRAME_BYTES;
+  s->done = s->x->len;
+  k->op_rx += s->x->len;
+  s->finished = 1;
+  return (ssize_t)(DC_FRAME_BYTES + s->x->len);
+}
+
 static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
   dc_conn *k = s->conn;
   ssize_t r;
+  if (k->rx && s->x->len <= DC_MBOX_PAYLOAD)
+    return recv_mbox(t, c, s, st);
   if (k->rx && s->hdr_done == 0 && !s->x->reduce && s->x->len <= 4096) {
     r = small_from_pipe(t, c, s, st);
     if (r != 0)
@@ -318,8 +368,8 @@ static dc_status setup(dc_tcp *t, dc_comm *c, dc_xfer *x, int n, xstate *s) {
     for (int j = i - 1; j >= 0 && s[i].prev < 0; j--)
       if (s[j].conn == k && x[j].is_send == x[i].is_send)
         s[i].prev = j;
-    if (x[i].is_send) {
-      dc_frame f = frame_of(c, x[i].len);
+    if (x[i].is_send || (k->rx && x[i].len <= DC_MBOX_PAYLOAD)) {
+      dc_frame f = frame_of(c, x[i].len); /* to send, or to compare with */
       dc_frame_encode(&f, s[i].hdr);
     }
   }
@@ -362,6 +412,43 @@ static dc_status timed_out(dc_tcp *t, dc_comm *c, xstate *s, int n) {
                      s[i].x->is_send ? "take our data" : "send",
                      mib(s[i].conn->op_rx), mib(c->total_bytes));
   return dc_fail(t->g, DC_ERR_TIMEOUT, "no progress");
+}
+
+/* A frame in the mailbox while we wait on the pipe, or the other way
+ * round, can only come from a peer that runs another op (the two ends
+ * chose different sizes): decode it to say how they differ. The sender
+ * fills one before the other, so the first one we look at is checked
+ * again after the second: a frame sent later does not count. */
+static int crossed_frame(xstate *s) {
+  dc_pipe *rx = s->conn->rx;
+  unsigned char h[DC_FRAME_BYTES];
+  const unsigned char *at;
+  const dc_mbox_slot *m;
+  if (s->x->len <= DC_MBOX_PAYLOAD) {
+    if (!dc_pipe_look(rx, h, sizeof h) || dc_mbox_peek(rx, s->conn->mb_got))
+      return 0;
+  } else {
+    if (!(m = dc_mbox_peek(rx, s->conn->mb_got)) || dc_pipe_peek(rx, &at))
+      return 0;
+    memcpy(h, m->hdr, sizeof h);
+  }
+  memcpy(s->hdr, h, sizeof h);
+  return 1;
+}
+
+static dc_status crossed(dc_tcp *t, dc_comm *c, xstate *s, int n) {
+  for (int i = 0; i < n; i++) {
+    dc_conn *k = s[i].conn;
+    if (!active(s, i) || s[i].x->is_send || !k->rx || s[i].hdr_done ||
+        !crossed_frame(&s[i]))
+      continue;
+    dc_status st = check_header(t, c, &s[i]);
+    return st != DC_OK ? st
+                       : dc_fail(t->g, DC_ERR_MISMATCH,
+                                 "rank %d (%s) sent a frame out of order",
+                                 k->peer, k->addr);
+  }
+  return DC_OK;
 }
 
 /* A same-host peer's socket carries nothing but an abort frame or its end:
@@ -415,14 +502,17 @@ static dc_conn *wait_ready(xstate *s, int n, double left, int *backoff_us) {
 }
 
 static dc_status run_batch(dc_tcp *t, dc_comm *c, xstate *s, int n) {
+  int moved, left;
+  dc_status st = pass(t, c, s, n, &moved, &left);
+  if (st != DC_OK || left == 0) /* tiny ops are often done at once */
+    return st;
   double last = dc_now(), spin_until = last + (t->spin ? SPIN_SECONDS : 0);
   double asked = last;
   int backoff = BACKOFF_MIN_US;
   dc_conn *spoke = NULL; /* a same-host peer's socket spoke: it may have
                             written its last bytes to the pipe and left */
   for (;;) {
-    int moved, left;
-    dc_status st = pass(t, c, s, n, &moved, &left);
+    st = pass(t, c, s, n, &moved, &left);
     if (st != DC_OK || left == 0)
       return st;
     double now = dc_now();
@@ -439,6 +529,8 @@ static dc_status run_batch(dc_tcp *t, dc_comm *c, xstate *s, int n) {
       return timed_out(t, c, s, n);
     if (now < spin_until)
       continue;
+    if ((st = crossed(t, c, s, n)) != DC_OK)
+      return st;
     spoke = wait_ready(s, n, t->g->timeout_s - (now - last), &backoff);
     if (t->g->interrupt && now - asked >= 0.05) { /* cheap, but not free */
       asked = now;
@@ -460,6 +552,30 @@ dc_status dc_tcp_run(dc_comm *c, dc_xfer *x, int n) {
   if (s != local)
     free(s);
   return st;
+}
+
+/* Set-up proved that the peer's memory is readable; a failure now means
+ * that the peer is gone (or the ranks are out of step). */
+dc_status dc_tcp_pull(dc_comm *c, int peer, void *dst, uint64_t src,
+                      size_t len) {
+  dc_tcp *t = c->ctx;
+  dc_conn *k = &t->conns[peer * t->lanes];
+  while (len > 0) {
+    ssize_t n = dc_cma_read(k->pid, dst, src, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return dc_fail(t->g, DC_ERR_PEER_LOST,
+                     "rank %d (%s): reading its buffer failed "
+                     "(process_vm_readv: %s) after %.1f MiB of %.1f MiB",
+                     peer, k->addr, n < 0 ? strerror(errno) : "nothing read",
+                     mib(k->op_rx), mib(c->total_bytes));
+    k->op_rx += (uint64_t)n;
+    dst = (char *)dst + n;
+    src += (uint64_t)n;
+    len -= (size_t)n;
+  }
+  return DC_OK;
 }
 
 /* ---- poisoning ----------------------------------------------------------- */

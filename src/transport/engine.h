@@ -23,6 +23,9 @@ typedef struct dc_conn {
    * watches the peer's life and carries abort frames. */
   struct dc_pipe *tx, *rx;
   uint64_t tx_tail;     /* our copy of the consumer's tail of tx */
+  uint64_t mb_sent, mb_taken; /* mailbox of tx: ours, our copy of theirs */
+  uint64_t mb_got;      /* mailbox of rx: messages taken */
+  int pid;              /* same-host peer's process, for single copy */
 } dc_conn;
 
 typedef struct dc_tcp {
@@ -33,6 +36,8 @@ typedef struct dc_tcp {
   int spin;             /* busy-poll briefly before sleeping in poll() */
   struct dc_shm_seg *segs; /* shared memory mapped for this group */
   int nsegs;
+  int one_host;         /* every rank of the group is on this host */
+  int pull_ok;          /* every peer's memory is readable (single copy) */
 } dc_tcp;
 
 /* Allocate an engine for size ranks x lanes connections (all fd = -1). */
@@ -45,6 +50,9 @@ void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,
                   dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq);
 
 dc_status dc_tcp_run(dc_comm *c, dc_xfer *x, int n);
+/* dc_comm.pull: process_vm_readv from a same-host peer. */
+dc_status dc_tcp_pull(dc_comm *c, int peer, void *dst, uint64_t src,
+                      size_t len);
 
 /* After a failure: tell every peer (an ABORT frame when the stream is at a
  * frame boundary) and shut our side, so nobody keeps waiting on this rank. */

@@ -5,6 +5,9 @@
 
 #include "transport/frame.h"
 
+#define HELLO_MAGIC 0x4d434344u /* "DCCM" */
+#define PROOF_MAGIC 0x46504344u /* "DCPF" */
+
 /* Fixed little-endian fields: plain loads and stores on little-endian
  * hosts (the latency path encodes and checks two headers per message). */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -139,7 +142,7 @@ void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
 }
 
 void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]) {
-  put32(out, 0x4d434344u); /* "DCCM" */
+  put32(out, HELLO_MAGIC);
   put16(out + 4, h->kind);
   put16(out + 6, h->version);
   put64(out + 8, h->job);
@@ -149,12 +152,14 @@ void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]) {
   put16(out + 32, h->lane);
   put16(out + 34, h->reason);
   put64(out + 36, h->host);
-  put32(out + 44, header_check(out, 44));
+  put32(out + 44, h->flags);
+  memcpy(out + 48, h->nonce, DC_NONCE_BYTES);
+  put32(out + 80, header_check(out, 80));
 }
 
 dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
                           dc_hello *h) {
-  if (get32(in) != 0x4d434344u || get32(in + 44) != header_check(in, 44))
+  if (get32(in) != HELLO_MAGIC || get32(in + 80) != header_check(in, 80))
     return DC_ERR_AUTH;
   h->kind = get16(in + 4);
   h->version = get16(in + 6);
@@ -165,7 +170,19 @@ dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
   h->lane = get16(in + 32);
   h->reason = get16(in + 34);
   h->host = get64(in + 36);
+  h->flags = get32(in + 44);
+  memcpy(h->nonce, in + 48, DC_NONCE_BYTES);
   return DC_OK;
+}
+
+dc_status dc_hello_peek(const unsigned char *in, size_t n, uint32_t *version) {
+  static const unsigned char magic[4] = {'D', 'C', 'C', 'M'};
+  if (memcmp(in, magic, n < 4 ? n : 4) != 0)
+    return DC_ERR_AUTH;
+  if (n < 8)
+    return DC_OK;
+  *version = get16(in + 6);
+  return *version == DC_WIRE_VERSION ? DC_OK : DC_ERR_MISMATCH;
 }
 
 const char *dc_hello_reason_text(uint32_t reason) {
@@ -178,6 +195,30 @@ const char *dc_hello_reason_text(uint32_t reason) {
     return "world size differs (are both ranks using the same hostfile?)";
   case DC_REFUSE_RANK:
     return "rank or connection number unexpected or duplicated";
+  case DC_REFUSE_AUTH:
+    return "peer did not prove the job token: the connecting rank has no "
+           "DISTCOMM_JOB_TOKEN, the accepting rank has one (start every rank "
+           "through distcomm-launch, or none)";
+  case DC_REFUSE_NO_TOKEN:
+    return "the connecting rank has a DISTCOMM_JOB_TOKEN, the accepting rank "
+           "has none (start every rank through distcomm-launch, or none)";
   }
   return "refused";
+}
+
+void dc_proof_encode(const unsigned char mac[32],
+                     unsigned char out[DC_PROOF_BYTES]) {
+  put32(out, PROOF_MAGIC);
+  put16(out + 4, DC_WIRE_VERSION);
+  put16(out + 6, 0);
+  memcpy(out + 8, mac, 32);
+}
+
+dc_status dc_proof_decode(const unsigned char in[DC_PROOF_BYTES],
+                          unsigned char mac[32]) {
+  if (get32(in) != PROOF_MAGIC || get16(in + 4) != DC_WIRE_VERSION ||
+      get16(in + 6) != 0)
+    return DC_ERR_AUTH;
+  memcpy(mac, in + 8, 32);
+  return DC_OK;
 }

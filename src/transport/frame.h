@@ -17,9 +17,11 @@
 #include "distcomm.h"
 
 #define DC_WIRE_MAGIC 0x4443u /* "DC" */
-#define DC_WIRE_VERSION 1u
+#define DC_WIRE_VERSION 2u /* 2: hellos carry a nonce; job-token proofs */
 #define DC_FRAME_BYTES 32
-#define DC_HELLO_BYTES 48
+#define DC_HELLO_BYTES 84
+#define DC_PROOF_BYTES 40
+#define DC_NONCE_BYTES 32
 #define DC_ABORT_TEXT_MAX 480
 
 enum dc_frame_kind { DC_FRAME_DATA = 1, DC_FRAME_ABORT = 2 };
@@ -55,7 +57,14 @@ void dc_frame_describe(const dc_frame *f, char *out, size_t n);
 void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
                    size_t n);
 
+/* The handshake (src/backends/ring/ring_connect.c):
+ *   connector -> acceptor  HELLO with the connector's nonce
+ *   acceptor -> connector  HELLO_OK with its nonce (or HELLO_REFUSED, reason)
+ * and, when the job has a token (transport/auth.h), two proofs:
+ *   acceptor -> connector  PROOF right after HELLO_OK
+ *   connector -> acceptor  PROOF once it has checked the acceptor's */
 enum dc_hello_kind { DC_HELLO = 1, DC_HELLO_OK = 2, DC_HELLO_REFUSED = 3 };
+enum dc_hello_flags { DC_HELLO_TOKEN = 1 }; /* the sender will prove a token */
 
 typedef struct dc_hello {
   uint32_t kind;     /* dc_hello_kind */
@@ -64,6 +73,8 @@ typedef struct dc_hello {
   uint64_t group;    /* group id (world or split) */
   uint32_t rank, size, lane, reason; /* reason: why refused (dc_hello_reason) */
   uint64_t host;     /* dc_host_key() of the sender: same host, shared memory */
+  uint32_t flags;    /* dc_hello_flags */
+  unsigned char nonce[DC_NONCE_BYTES]; /* zeros without a token */
 } dc_hello;
 
 enum dc_hello_reason {
@@ -72,11 +83,27 @@ enum dc_hello_reason {
   DC_REFUSE_JOB,
   DC_REFUSE_SIZE,
   DC_REFUSE_RANK,
+  DC_REFUSE_AUTH,     /* this rank has a token, the peer offered none */
+  DC_REFUSE_NO_TOKEN, /* the peer has a token, this rank has none */
 };
 
 void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]);
+/* DC_ERR_AUTH when the bytes are not a hello (bad magic or check). */
 dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
                           dc_hello *h);
+/* Judge the first n bytes of what may be a hello (n may be short of
+ * DC_HELLO_BYTES; bytes past n are not read): DC_OK while they can still
+ * be one of this version, DC_ERR_AUTH when they cannot be a hello at all,
+ * DC_ERR_MISMATCH with *version set when it is another protocol version.
+ * Lets an acceptor drop garbage without waiting for a whole hello. */
+dc_status dc_hello_peek(const unsigned char *in, size_t n, uint32_t *version);
 const char *dc_hello_reason_text(uint32_t reason);
+
+/* A job-token proof: magic, version, the MAC (DC_AUTH_PROOF_BYTES). */
+void dc_proof_encode(const unsigned char mac[32],
+                     unsigned char out[DC_PROOF_BYTES]);
+/* DC_ERR_AUTH when the bytes are not a proof message. */
+dc_status dc_proof_decode(const unsigned char in[DC_PROOF_BYTES],
+                          unsigned char mac[32]);
 
 #endif

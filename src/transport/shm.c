@@ -41,6 +41,16 @@ int dc_shm_enabled(void) {
   return !(s && strcmp(s, "0") == 0);
 }
 
+int dc_cma_enabled(void) {
+  const char *s = getenv("DISTCOMM_CMA");
+  return !(s && strcmp(s, "0") == 0);
+}
+
+ssize_t dc_cma_read(int pid, void *dst, uint64_t src, size_t len) {
+  struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
+  return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
+}
+
 static size_t seg_bytes(size_t npipes) { return npipes * sizeof(dc_pipe); }
 
 static dc_status map(dc_shm_seg *s, int fd, size_t bytes, char *err,
@@ -171,4 +181,32 @@ size_t dc_pipe_read(dc_pipe *p, void *dst, size_t n) {
     done += k;
   }
   return done;
+}
+
+size_t dc_pipe_look(dc_pipe *p, void *dst, size_t n) {
+  uint64_t tail = atomic_load_explicit(&p->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
+  if (head - tail < n)
+    return 0;
+  size_t at = (size_t)(tail & MASK), first = DC_PIPE_BYTES - at;
+  if (first > n)
+    first = n;
+  memcpy(dst, p->data + at, first);
+  memcpy((char *)dst + first, p->data, n - first);
+  return n;
+}
+
+int dc_mbox_put(dc_pipe *p, uint64_t *sent, uint64_t *taken,
+                const void *hdr, const void *data, size_t len) {
+  if (*sent - *taken >= DC_MBOX_SLOTS) { /* looks full: ask the consumer */
+    *taken = atomic_load_explicit(&p->taken, memory_order_acquire);
+    if (*sent - *taken >= DC_MBOX_SLOTS)
+      return 0;
+  }
+  dc_mbox_slot *m = &p->mbox[*sent & (DC_MBOX_SLOTS - 1)];
+  memcpy(m->hdr, hdr, DC_MBOX_HDR);
+  if (len)
+    memcpy(m->data, data, len);
+  atomic_store_explicit(&m->flag, (uint32_t)(++*sent), memory_order_release);
+  return 1;
 }

@@ -14,15 +14,30 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "distcomm.h"
 
 #define DC_PIPE_BYTES (512u * 1024u) /* a power of two */
+#define DC_MBOX_SLOTS 64u   /* a power of two */
+#define DC_MBOX_HDR 32      /* a frame header (DC_FRAME_BYTES) */
+#define DC_MBOX_PAYLOAD 28  /* what fits beside it in one cache line */
+
+/* A tiny message in one cache line: flag (message number + 1) written
+ * last, so a reader that sees the flag sees the rest, and the message
+ * crosses between cores as one line instead of head, header and data. */
+typedef struct dc_mbox_slot {
+  _Alignas(64) _Atomic uint32_t flag;
+  unsigned char hdr[DC_MBOX_HDR];
+  unsigned char data[DC_MBOX_PAYLOAD];
+} dc_mbox_slot;
 
 typedef struct dc_pipe {
   _Alignas(64) _Atomic uint64_t head; /* bytes written, by the producer */
   _Alignas(64) _Atomic uint64_t tail; /* bytes read, by the consumer */
+  _Alignas(64) _Atomic uint64_t taken; /* mailbox messages read */
+  dc_mbox_slot mbox[DC_MBOX_SLOTS];
   _Alignas(64) unsigned char data[DC_PIPE_BYTES];
 } dc_pipe;
 
@@ -40,6 +55,11 @@ uint64_t dc_host_key(void);
 
 /* DISTCOMM_SHM is not "0". */
 int dc_shm_enabled(void);
+
+/* DISTCOMM_CMA is not "0": single copy between same-host peers allowed. */
+int dc_cma_enabled(void);
+/* process_vm_readv of len bytes at src in process pid (-1, errno). */
+ssize_t dc_cma_read(int pid, void *dst, uint64_t src, size_t len);
 
 dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
                         char *err, size_t errlen);
@@ -63,5 +83,28 @@ size_t dc_pipe_read(dc_pipe *p, void *dst, size_t n);
 /* Readable bytes contiguous at the tail (for reducing in place). */
 size_t dc_pipe_peek(dc_pipe *p, const unsigned char **at);
 void dc_pipe_consume(dc_pipe *p, size_t n);
+/* Copy n readable bytes at the tail without consuming them; 0 when fewer
+ * than n are there. */
+size_t dc_pipe_look(dc_pipe *p, void *dst, size_t n);
+
+/* Mailbox beside the pipe, for frames whose payload fits a slot. A frame
+ * goes by mailbox exactly when its payload is at most DC_MBOX_PAYLOAD, so
+ * both ends know where to look; frames stay in order because a connection
+ * runs one frame per direction at a time. *sent counts the producer's
+ * messages and *taken is its copy of the consumer's count (start both at
+ * 0). Returns 0 when every slot is still unread. */
+int dc_mbox_put(dc_pipe *p, uint64_t *sent, uint64_t *taken,
+                const void *hdr, const void *data, size_t len);
+/* The consumer's next message (its got-th), or NULL while there is none. */
+static inline const dc_mbox_slot *dc_mbox_peek(dc_pipe *p, uint64_t got) {
+  const dc_mbox_slot *m = &p->mbox[got & (DC_MBOX_SLOTS - 1)];
+  uint32_t want = (uint32_t)(got + 1);
+  return atomic_load_explicit(&m->flag, memory_order_acquire) == want ? m
+                                                                      : NULL;
+}
+/* Done with the message from dc_mbox_peek: its slot may be reused. */
+static inline void dc_mbox_take(dc_pipe *p, uint64_t *got) {
+  atomic_store_explicit(&p->taken, ++*got, memory_order_release);
+}
 
 #endif

@@ -1,18 +1,21 @@
 #!/bin/bash
-# kill_by_hand.sh PROBE [shm|tcp]: 4 ranks started by hand (no launcher, so
+# kill_by_hand.sh PROBE [shm|shm-nocma|tcp]: 4 ranks started by hand (no launcher, so
 # nothing else tears the job down) loop on a 64 MiB all_sum; rank 2 is
 # SIGKILLed in the middle. Every survivor must return ERR_PEER_LOST naming
 # rank 2 within 3 s of the kill (the goal is 1 s; slack for a loaded
 # machine), find its group poisoned, free it, and exit. Over shared memory
 # (the default for ranks on one host), nothing of the job may remain in
-# /dev/shm afterwards.
+# /dev/shm afterwards. shm reads peers' buffers by single copy (the kill
+# lands mid-read), shm-nocma goes through the pipes (DISTCOMM_CMA=0).
 set -u
 probe=$1
 mode=${2:-shm}
 . "$(dirname "$0")/mp_lib.sh"
 export DISTCOMM_JOB_ID
 DISTCOMM_JOB_ID=$(printf '%04x%04x%04x%04x' $RANDOM $RANDOM $RANDOM $RANDOM)
-if [ "$mode" = tcp ]; then export DISTCOMM_SHM=0; else unset DISTCOMM_SHM; fi
+unset DISTCOMM_SHM DISTCOMM_CMA
+if [ "$mode" = tcp ]; then export DISTCOMM_SHM=0; fi
+if [ "$mode" = shm-nocma ]; then export DISTCOMM_CMA=0; fi
 n=4
 victim=2
 base=$(mp_port_base)

@@ -10,10 +10,11 @@
  *       then checks the group is poisoned and frees it; exit 4 (after
  *       sleeping S seconds, so a launcher reports the first failure first).
  *       --die: rank RANK SIGKILLs itself MS ms into the second all_sum.
- *   probe mismatch KIND COUNT
- *       The last rank disagrees (KIND: count, dtype, op, root, coll). Exit 0
- *       when this rank got an error, 1 when the call "succeeded" (for root:
- *       the call and the barrier after it).
+ *   probe mismatch KIND COUNT [ODD]
+ *       Rank ODD (default: the last) disagrees (KIND: count, dtype, op, root,
+ *       coll). Exit 0 when this rank got an error, 1 when the call
+ *       "succeeded", 7 when memory past what this rank's own call may write
+ *       was touched (a "CANARY" line).
  *   probe invalid
  *       Argument errors on the world group (any size): each must fail
  *       locally with DC_ERR_INVALID and leave the group usable.
@@ -159,10 +160,12 @@ static int cmd_loop(int argc, char **argv) {
 
 /* ---- mismatch ----------------------------------------------------------- */
 
-/* The last rank calls something different from the others. */
+/* Rank odd_rank calls something different from the others. */
+static int odd_rank;
+
 static dc_status disagree(dc_group *g, const char *kind, float *buf,
                           size_t count) {
-  int odd = dc_group_rank(g) == dc_group_size(g) - 1;
+  int odd = dc_group_rank(g) == odd_rank;
   if (strcmp(kind, "count") == 0)
     return dc_all_sum(g, buf, buf, count + (size_t)odd, DC_FLOAT32);
   if (strcmp(kind, "dtype") == 0) /* same element size: only the type differs */
@@ -176,18 +179,44 @@ static dc_status disagree(dc_group *g, const char *kind, float *buf,
   return dc_all_sum(g, buf, buf, count, DC_FLOAT32);
 }
 
+/* Elements this rank's own call may write; the rest must stay untouched. */
+#define CANARY 12345.0f
+static size_t own_reach(const char *kind, int odd, size_t count, int size) {
+  if (odd && strcmp(kind, "count") == 0)
+    return count + 1;
+  if (odd && strcmp(kind, "coll") == 0)
+    return count + count / 2 * (size_t)size;
+  return count;
+}
+
+static int canary_hit(const float *buf, size_t used, size_t room, int rank) {
+  for (size_t i = used; i < room; i++)
+    if (buf[i] != CANARY) {
+      printf("rank %d: CANARY element %zu written (this rank's call may "
+             "write %zu)\n", rank, i, used);
+      return 1;
+    }
+  return 0;
+}
+
 static int cmd_mismatch(int argc, char **argv) {
   if (argc < 2)
     return 2;
   size_t count = mp_parse_size("COUNT", argv[1]);
   dc_group *g = mp_init_or_die("probe");
   int rank = dc_group_rank(g), size = dc_group_size(g);
+  odd_rank = argc > 2 ? (int)mp_parse_size("ODD", argv[2]) : size - 1;
   /* Room for count + 1 elements and for a gather of count / 2 per rank. */
   size_t room = count + 1 + (count / 2 + 1) * (size_t)size;
   float *buf = mp_alloc(room * sizeof *buf);
   memset(buf, 0, room * sizeof *buf);
+  size_t used = own_reach(argv[0], rank == odd_rank, count, size);
+  for (size_t i = used; i < room; i++)
+    buf[i] = CANARY;
   double t0 = mp_mono();
   dc_status st = disagree(g, argv[0], buf, count);
+  if (canary_hit(buf, used, room, rank))
+    return 7;
   const char *where = ""; /* the broadcast itself must fail: receivers ack */
   double dt = mp_mono() - t0;
   if (st == DC_OK) {
@@ -307,6 +336,29 @@ static void bad_kinds(tally *t, dc_group *g, float *b) {
   expect_status(t, "init NULL group", dc_init("any", 0, NULL), DC_ERR_INVALID);
 }
 
+/* A NULL group: every call fails with DC_ERR_INVALID saying so (through
+ * dc_last_error, as there is no group to hold the detail); no crash. */
+static void null_group(tally *t, float *b) {
+  dc_group *sub = NULL;
+  dc_status st[] = {dc_all_sum(NULL, b, b, 1, DC_FLOAT32),
+                    dc_all_gather(NULL, b, b, 1, DC_FLOAT32),
+                    dc_send(NULL, b, 1, DC_FLOAT32, 0),
+                    dc_recv(NULL, b, 1, DC_FLOAT32, 0),
+                    dc_broadcast(NULL, b, 1, DC_FLOAT32, 0),
+                    dc_barrier(NULL),
+                    dc_group_split(NULL, 0, 0, &sub),
+                    dc_group_set_timeout(NULL, 1.0)};
+  for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
+    expect_status(t, "call on a NULL group", st[i], DC_ERR_INVALID);
+  if (!strstr(dc_last_error(), "group is NULL") || sub ||
+      dc_group_rank(NULL) != -1 || dc_group_size(NULL) != 0) {
+    t->fail++;
+    printf("rank %d: FAIL NULL group: detail \"%s\"\n", t->rank,
+           dc_last_error());
+  }
+  dc_group_free(NULL); /* a no-op */
+}
+
 /* Argument errors must not poison: a real all_sum still works. */
 static void still_usable(tally *t, dc_group *g) {
   int n = dc_group_size(g);
@@ -330,6 +382,7 @@ static int cmd_invalid(void) {
   zero_counts(&t, g);
   bad_peers(&t, g, b);
   bad_kinds(&t, g, b);
+  null_group(&t, b);
   still_usable(&t, g);
   printf("rank %d/%d: invalid: %ld checks passed, %ld failed\n", t.rank,
          dc_group_size(g), t.pass, t.fail);

@@ -19,6 +19,7 @@ static void begin(dc_group *g, dc_comm *c, uint8_t opcode, size_t count,
   ring_impl *R = g->impl;
   dc_tcp_begin(R->tcp, c, opcode, count, dtype, op, aux, (uint32_t)g->seq);
   c->lanes = R->naddrs;
+  c->neighbours_only = R->neighbours;
 }
 
 /* Algorithms return DC_ERR_NOMEM without a detail; everything else has one. */
@@ -68,6 +69,14 @@ static dc_status ring_barrier(dc_group *g) {
 static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
                      int peer, int is_send) {
   dc_tcp *t = tcp_of(g);
+  ring_impl *R = g->impl;
+  if (R->neighbours && g->size > 2 && peer != (g->rank + 1) % g->size &&
+      peer != (g->rank + g->size - 1) % g->size)
+    return dc_fail(g, DC_ERR_NOT_SUPPORTED,
+                   "%s rank %d: only ring neighbours (%d and %d) are "
+                   "connected (DISTCOMM_RING_NEIGHBOURS=1)",
+                   is_send ? "send to" : "recv from", peer,
+                   (g->rank + g->size - 1) % g->size, (g->rank + 1) % g->size);
   uint32_t seq = is_send ? ++t->p2p_tx[peer] : ++t->p2p_rx[peer];
   dc_comm c;
   dc_tcp_begin(t, &c, DC_OPC_SEND, count, dtype, DC_SUM, 0, seq);

@@ -16,6 +16,7 @@ typedef struct ring_impl {
   int sockets;   /* connections per address (DISTCOMM_SOCKETS) */
   uint64_t job;
   dc_addr *self; /* this rank's naddrs addresses (split binds the same IPs) */
+  int neighbours; /* only ranks +-1 are connected (ring_plan.neighbours) */
 } ring_impl;
 
 /* Who is where, for connecting a group's full mesh. Each pair of ranks has
@@ -26,6 +27,10 @@ typedef struct ring_plan {
   int *listen_fds;      /* this rank's naddrs listeners, already listening */
   uint64_t job, group;
   uint64_t host;        /* dc_host_key(): peers with the same share memory */
+  /* Connect ring neighbours only, as MLX does: rank r accepts its left
+   * neighbour on its own addresses and connects to its right neighbour's,
+   * so a ring of direct cables works (DISTCOMM_RING_NEIGHBOURS=1). */
+  int neighbours;
 } ring_plan;
 
 static inline int ring_lanes(const ring_plan *p) {
@@ -34,6 +39,25 @@ static inline int ring_lanes(const ring_plan *p) {
 static inline const dc_addr *ring_addr(const ring_plan *p, int q, int lane) {
   return &p->addrs[q * p->naddrs + lane % p->naddrs];
 }
+
+static inline int ring_neighbours_only(const ring_plan *p) {
+  return p->neighbours && p->size > 2;
+}
+/* Who dials whom. Full mesh: every rank dials the lower ones. Neighbours
+ * only: rank r dials r+1 (mod size) and accepts r-1. */
+static inline int ring_dials(const ring_plan *p, int q) {
+  if (ring_neighbours_only(p))
+    return q == (p->rank + 1) % p->size;
+  return q < p->rank;
+}
+static inline int ring_accepts(const ring_plan *p, int q) {
+  if (ring_neighbours_only(p))
+    return q == (p->rank + p->size - 1) % p->size;
+  return q > p->rank;
+}
+
+/* DISTCOMM_RING_NEIGHBOURS=1: connect ring neighbours only. */
+int ring_neighbours_env(void);
 
 /* Connections per address: DISTCOMM_SOCKETS, default 2. */
 int ring_sockets(void);

@@ -18,6 +18,7 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
     R->naddrs = p->naddrs;
     R->sockets = p->sockets;
     R->job = p->job;
+    R->neighbours = ring_neighbours_only(p);
     R->self = malloc(sizeof *R->self * (size_t)p->naddrs);
     R->tcp = g ? dc_tcp_new(g, p->rank, p->size, ring_lanes(p)) : NULL;
   }
@@ -47,6 +48,11 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
   }
   *out = g;
   return DC_OK;
+}
+
+int ring_neighbours_env(void) {
+  const char *s = getenv("DISTCOMM_RING_NEIGHBOURS");
+  return s && strcmp(s, "1") == 0;
 }
 
 int ring_sockets(void) {
@@ -96,7 +102,7 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
                                 : DC_OK;
   if (st == DC_OK) {
     ring_plan p = {rank,  hf->nranks, hf->naddrs, ring_sockets(),
-                   hf->addrs, fds, job_id(hf), 1, 0};
+                   hf->addrs, fds, job_id(hf), 1, 0, ring_neighbours_env()};
     st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
                     out, err, errlen);
     for (int l = 0; hf->nranks > 1 && l < hf->naddrs; l++)
@@ -134,7 +140,8 @@ dc_status dc_ring_init(dc_group **out) {
   if (st != DC_OK)
     return dc_init_fail(st, "init: %s", err);
   ring_impl *R = (*out)->impl;
-  dc_log(*out, "ring ready: rank %ld of %d, %d connection(s) per peer", rank,
-         (*out)->size, R->naddrs * R->sockets);
+  dc_log(*out, "ring ready: rank %ld of %d, %d connection(s) per %s", rank,
+         (*out)->size, R->naddrs * R->sockets,
+         R->neighbours ? "ring neighbour" : "peer");
   return DC_OK;
 }

@@ -1,6 +1,12 @@
 /* Shared memory between the ranks of a group that share a host: each rank
  * makes one segment of incoming pipes, tells its same-host peers its name
- * over TCP, they map it and say so, and it is unlinked at once. */
+ * over TCP, they map it and say so, and it is unlinked at once.
+ *
+ * The same offer carries the rank's pid and the address of a word whose
+ * value it states: a peer that reads that value with process_vm_readv
+ * proves single copy works that way (ptrace rules, containers and seccomp
+ * may forbid it). Single copy is used when it works both ways with every
+ * peer (DISTCOMM_CMA=0 turns it off). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +18,15 @@
 
 #define NAME_BYTES 96
 
+typedef struct shm_offer {
+  char name[NAME_BYTES]; /* empty: no segment */
+  uint64_t pid, probe_at, probe; /* where to read which value */
+} shm_offer;
+
+enum { OK_PIPES = 1, OK_PULL = 2 }; /* verdict bits, per peer */
+
+static volatile uint64_t probe_word;
+
 typedef struct shm_plan {
   dc_group *g;
   dc_tcp *t;
@@ -20,8 +35,12 @@ typedef struct shm_plan {
   int *peers, npeers; /* this rank's same-host peers, in rank order */
 } shm_plan;
 
-/* Position of rank x among rank r's same-host peers. */
+/* Position of rank x among rank r's same-host peers. With neighbours only,
+ * ranks know the host of their own neighbours alone, so the slots are
+ * fixed: 0 for the left neighbour, 1 for the right. */
 static int pos(const shm_plan *s, int r, int x) {
+  if (ring_neighbours_only(s->p))
+    return x == s->p->size ? 2 : x == (r + 1) % s->p->size;
   int k = 0;
   for (int q = 0; q < x; q++)
     k += q != r && s->hosts[q] == s->hosts[r];
@@ -61,46 +80,84 @@ static void wire(shm_plan *s, int i, const dc_shm_seg *mine,
   }
 }
 
-/* Map every peer's segment; ok[i] says whether peer i's worked. */
-static void attach_all(shm_plan *s, const char *names, unsigned char *ok) {
+/* Can we read the peer's memory? */
+static int can_pull(const shm_offer *o) {
+  uint64_t got = 0;
+  return dc_cma_enabled() && o->probe_at &&
+         dc_cma_read((int)o->pid, &got, o->probe_at, sizeof got) ==
+             (ssize_t)sizeof got &&
+         got == o->probe;
+}
+
+/* Map every peer's segment and try reading its memory; ok[i] says what
+ * worked with peer i. */
+static void attach_all(shm_plan *s, const shm_offer *offers,
+                       unsigned char *ok) {
   dc_tcp *t = s->t;
   for (int i = 0; i < s->npeers; i++) {
     char err[160];
     size_t pipes = (size_t)count_local(s, s->peers[i]) * (size_t)t->lanes;
     dc_shm_seg *seg = &t->segs[1 + i];
-    const char *name = names + (size_t)i * NAME_BYTES;
-    ok[i] = name[0] && dc_shm_attach(seg, name, pipes, err, sizeof err) == DC_OK;
+    const char *name = offers[i].name;
+    ok[i] = name[0] && dc_shm_attach(seg, name, pipes, err, sizeof err) == DC_OK
+                ? OK_PIPES
+                : 0;
     if (!ok[i])
       dc_log(s->g, "shared memory with rank %d unavailable (%s): using TCP",
              s->peers[i], name[0] ? err : "it has none");
+    else if (can_pull(&offers[i]))
+      ok[i] |= OK_PULL;
   }
+}
+
+/* Single copy is offered when every rank is on this host (all ranks know
+ * that alike) and this rank reads every peer, which reads it back; the
+ * ranks agree before each use (algo/pull.c). */
+static void wire_pull(shm_plan *s, const shm_offer *offers,
+                      const unsigned char *ok) {
+  dc_tcp *t = s->t;
+  int all = s->npeers == s->p->size - 1;
+  for (int i = 0; i < s->npeers; i++) {
+    all &= (ok[i] & OK_PULL) && (ok[s->npeers + i] & OK_PULL);
+    for (int l = 0; l < t->lanes; l++)
+      t->conns[s->peers[i] * t->lanes + l].pid = (int)offers[i].pid;
+  }
+  t->one_host = s->npeers > 0 && s->npeers == s->p->size - 1;
+  t->pull_ok = all && t->one_host;
 }
 
 static dc_status connect_pipes(shm_plan *s) {
   dc_tcp *t = s->t;
   const ring_plan *p = s->p;
-  char name[NAME_BYTES] = "", err[160];
-  snprintf(name, sizeof name, "/distcomm-%016llx-%016llx-%d-%ld",
+  shm_offer mine = {.pid = (uint64_t)getpid()}, *offers;
+  char *name = mine.name, err[160];
+  probe_word = 0x9E3779B97F4A7C15ull ^ mine.pid; /* the same every time */
+  mine.probe_at = (uint64_t)(uintptr_t)&probe_word;
+  mine.probe = probe_word;
+  snprintf(name, NAME_BYTES, "/distcomm-%016llx-%016llx-%d-%ld",
            (unsigned long long)p->job, (unsigned long long)p->group, p->rank,
            (long)getpid());
-  size_t pipes = (size_t)s->npeers * (size_t)t->lanes;
+  size_t pipes = (size_t)count_local(s, p->rank) * (size_t)t->lanes;
   if (dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {
     dc_log(s->g, "no shared memory (%s): using TCP", err);
     name[0] = '\0';
   }
-  char *names = calloc((size_t)s->npeers, NAME_BYTES);
+  offers = calloc((size_t)s->npeers, sizeof *offers);
   unsigned char *ok = calloc((size_t)s->npeers, 2); /* ours, then theirs */
-  dc_status st = names && ok ? swap(s, 0, name, 0, names, NAME_BYTES)
-                             : dc_fail(s->g, DC_ERR_NOMEM, "no memory");
+  dc_status st = offers && ok
+                     ? swap(s, 0, (char *)&mine, 0, (char *)offers, sizeof mine)
+                     : dc_fail(s->g, DC_ERR_NOMEM, "no memory");
   if (st == DC_OK) { /* each peer's verdict on our segment */
-    attach_all(s, names, ok);
+    attach_all(s, offers, ok);
     st = swap(s, 1, (char *)ok, 1, (char *)ok + s->npeers, 1);
   }
   for (int i = 0; st == DC_OK && i < s->npeers; i++)
     if (name[0] && ok[i] && ok[s->npeers + i])
       wire(s, i, &t->segs[0], &t->segs[1 + i]);
+  if (st == DC_OK)
+    wire_pull(s, offers, ok);
   dc_shm_unlink(&t->segs[0]); /* mapped by all who could: no name left */
-  free(names);
+  free(offers);
   free(ok);
   return st;
 }
@@ -125,7 +182,8 @@ dc_status ring_shm_setup(dc_group *g, dc_tcp *t, const ring_plan *p) {
       s.peers[s.npeers++] = q;
   dc_status st = s.npeers ? connect_pipes(&s) : DC_OK;
   if (st == DC_OK && s.npeers)
-    dc_log(g, "shared memory with %d same-host peer(s)", s.npeers);
+    dc_log(g, "shared memory with %d same-host peer(s)%s", s.npeers,
+           t->pull_ok ? ", single copy" : "");
   free(s.hosts);
   free(s.peers);
   return st;

@@ -82,7 +82,7 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
   if (st == DC_OK)
     st = parse_all(g, texts, n * R->naddrs, addrs);
   if (st == DC_OK) {
-    ring_plan p = {me, n, R->naddrs, R->sockets, addrs, fds, R->job, id, 0};
+    ring_plan p = {me, n, R->naddrs, R->sockets, addrs, fds, R->job, id, 0, 0};
     char err[400];
     st = ring_build(&p, mine, g->timeout_s, out, err, sizeof err);
     if (st != DC_OK)
@@ -96,6 +96,11 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
 dc_status ring_split(dc_group *g, const int *ranks, int n, int me,
                      uint64_t id, dc_group **out) {
   ring_impl *R = g->impl;
+  if (R->neighbours)
+    return dc_fail(g, DC_ERR_NOT_SUPPORTED,
+                   "split is not supported when only ring neighbours are "
+                   "connected (DISTCOMM_RING_NEIGHBOURS=1): a subgroup's "
+                   "members may have no link between them");
   dc_addr *mine = calloc((size_t)R->naddrs, sizeof *mine);
   int *fds = calloc((size_t)R->naddrs, sizeof *fds);
   dc_status st = mine && fds ? open_listeners(g, R, mine, fds)

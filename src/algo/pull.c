@@ -1,0 +1,183 @@
+/* Single-copy algorithms for ranks that can read each other's memory
+ * (c->pull: process_vm_readv between processes of one host). Ranks first
+ * swap where their buffers are (a small frame each way, so ranks that run
+ * different ops still fail with a mismatch), then each reads what it needs
+ * straight from its peers' buffers: one copy instead of the pipes' two.
+ * DC_ERR_NOT_SUPPORTED, on every rank alike, when some rank cannot read
+ * every peer or its buffers overlap in a way this cannot serve: the caller
+ * takes another path.
+ *
+ * A buffer is read by peers only between two of our frames, so an empty
+ * round of frames ("done") ends every phase in which peers read from us:
+ * no rank returns, or overwrites what a peer still reads, before then. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/geometry.h"
+#include "core/group.h"
+#include "core/reduce.h"
+
+/* Pulled and reduced piece by piece, so the piece stays in L1/L2. */
+#define PIECE_BYTES (64u * 1024u)
+
+typedef struct where {
+  uint64_t send, recv; /* the rank's buffers, in its own address space */
+  uint64_t ok;         /* 0: it cannot read every peer, or its buffers
+                          overlap in a way we cannot serve */
+} where;
+
+/* One round with every peer: send mine (len bytes), receive theirs[q]. */
+static dc_status round_all(dc_comm *c, const void *mine, void *theirs,
+                           size_t len) {
+  dc_xfer local[64];
+  int n = 2 * (c->size - 1), k = 0;
+  dc_xfer *x = n <= 64 ? local : malloc(sizeof *x * (size_t)n);
+  if (!x)
+    return DC_ERR_NOMEM;
+  for (int i = 1; i < c->size; i++) {
+    int to = (c->rank + i) % c->size, from = (c->rank - i + c->size) % c->size;
+    x[k++] = dc_xsend(to, 0, mine, len);
+    x[k++] = dc_xrecv(from, 0, (char *)theirs + (size_t)from * len, len);
+  }
+  dc_status st = c->run(c, x, k);
+  if (x != local)
+    free(x);
+  return st;
+}
+
+/* Every rank learns where the others' buffers are, and whether all can
+ * take this path: if one cannot, all return DC_ERR_NOT_SUPPORTED together
+ * (the caller then takes another algorithm, on every rank alike). */
+static dc_status swap_where(dc_comm *c, const void *send, void *recv, int ok,
+                            where *all) {
+  where me = {(uint64_t)(uintptr_t)send, (uint64_t)(uintptr_t)recv,
+              (uint64_t)ok};
+  all[c->rank] = me;
+  dc_status st = round_all(c, &me, all, sizeof me);
+  for (int q = 0; st == DC_OK && q < c->size; q++)
+    if (!all[q].ok)
+      st = DC_ERR_NOT_SUPPORTED;
+  return st;
+}
+
+static dc_status done_round(dc_comm *c) {
+  static char none;
+  return round_all(c, &none, &none, 0);
+}
+
+/* dst = every rank's bytes at base[q] + off, reduced in rank order (as
+ * the direct algorithm does), for bytes bytes; own is ours. The sum grows
+ * in dst itself, except in place on ranks > 0 (dst holds our operand
+ * until its turn): there in acc, copied to dst at the end. */
+static dc_status reduce_from(dc_comm *c, char *dst, const char *own,
+                             const uint64_t *base, size_t off, size_t bytes,
+                             char *scratch, char *acc) {
+  size_t es = dc_dtype_size(c->dtype);
+  int apart = dst == own && c->rank > 0;
+  for (size_t at = 0; at < bytes; at += PIECE_BYTES) {
+    size_t len = bytes - at < PIECE_BYTES ? bytes - at : PIECE_BYTES;
+    char *sum = apart ? acc : dst + at;
+    for (int q = 0; q < c->size; q++) {
+      const char *in = q == c->rank ? own + at : scratch;
+      if (q != c->rank) {
+        dc_status st = c->pull(c, q, q == 0 ? sum : scratch,
+                               base[q] + off + at, len);
+        if (st != DC_OK)
+          return st;
+      } else if (q == 0 && sum != own + at) {
+        memcpy(sum, own + at, len);
+      }
+      if (q > 0)
+        dc_reduce(sum, in, len / es, c->dtype, c->op);
+    }
+    if (apart)
+      memcpy(dst + at, acc, len);
+  }
+  return DC_OK;
+}
+
+static int overlap(const void *a, size_t na, const void *b, size_t nb) {
+  const char *x = a, *y = b;
+  return x < y + nb && y < x + na;
+}
+
+/* Slice r of the buffer (cut as the ring cuts) is reduced by rank r from
+ * everyone's send buffer; then every rank reads the other slices from
+ * their owners' recv buffers. In place, a rank overwrites its other
+ * slices only after the "done" round: every peer has read them by then. */
+dc_status dc_pull_all_reduce(dc_comm *c, const void *send, void *recv) {
+  size_t es = dc_dtype_size(c->dtype);
+  int ok = c->pull_ok &&
+           (send == recv || !overlap(send, c->total_bytes, recv, c->total_bytes));
+  where *w = calloc((size_t)c->size, sizeof *w);
+  uint64_t *base = calloc((size_t)c->size, sizeof *base);
+  char *scratch = malloc(2 * PIECE_BYTES); /* pulled, and a sum apart */
+  dc_status st = w && base && scratch ? swap_where(c, send, recv, ok, w)
+                                      : DC_ERR_NOMEM;
+  dc_range mine = dc_piece((dc_range){0, c->count}, (size_t)c->size,
+                           (size_t)c->rank);
+  for (int q = 0; st == DC_OK && q < c->size; q++)
+    base[q] = w[q].send;
+  if (st == DC_OK)
+    st = reduce_from(c, (char *)recv + mine.off * es,
+                     (const char *)send + mine.off * es, base, mine.off * es,
+                     mine.len * es, scratch, scratch + PIECE_BYTES);
+  if (st == DC_OK)
+    st = done_round(c); /* every slice reduced; no one reads inputs now */
+  for (int q = 0; st == DC_OK && q < c->size; q++) {
+    dc_range s = dc_piece((dc_range){0, c->count}, (size_t)c->size, (size_t)q);
+    if (q != c->rank && s.len)
+      st = c->pull(c, q, (char *)recv + s.off * es, w[q].recv + s.off * es,
+                   s.len * es);
+  }
+  if (st == DC_OK)
+    st = done_round(c); /* no one reads our recv any more */
+  free(scratch);
+  free(base);
+  free(w);
+  return st;
+}
+
+/* Block r of every rank's send buffer, reduced by rank r into recv. */
+dc_status dc_pull_reduce_scatter(dc_comm *c, const void *send, void *recv) {
+  size_t block = c->total_bytes;
+  /* in place, peers could still read what we write */
+  int ok = c->pull_ok && !overlap(send, block * (size_t)c->size, recv, block);
+  where *w = calloc((size_t)c->size, sizeof *w);
+  uint64_t *base = calloc((size_t)c->size, sizeof *base);
+  char *scratch = malloc(2 * PIECE_BYTES); /* pulled, and a sum apart */
+  dc_status st = w && base && scratch ? swap_where(c, send, recv, ok, w)
+                                      : DC_ERR_NOMEM;
+  size_t off = (size_t)c->rank * block;
+  for (int q = 0; st == DC_OK && q < c->size; q++)
+    base[q] = w[q].send;
+  if (st == DC_OK)
+    st = reduce_from(c, recv, (const char *)send + off, base, off, block,
+                     scratch, scratch + PIECE_BYTES);
+  if (st == DC_OK)
+    st = done_round(c);
+  free(scratch);
+  free(base);
+  free(w);
+  return st;
+}
+
+/* Every rank copies each peer's send buffer straight into its block. */
+dc_status dc_pull_all_gather(dc_comm *c, const void *send, void *recv) {
+  size_t block = c->total_bytes;
+  char *mine = (char *)recv + (size_t)c->rank * block;
+  int ok = c->pull_ok &&
+           (send == mine || !overlap(send, block, recv, block * (size_t)c->size));
+  where *w = calloc((size_t)c->size, sizeof *w);
+  dc_status st = w ? swap_where(c, send, recv, ok, w) : DC_ERR_NOMEM;
+  if (st == DC_OK && send != mine)
+    memcpy(mine, send, block);
+  for (int q = 0; st == DC_OK && q < c->size; q++)
+    if (q != c->rank)
+      st = c->pull(c, q, (char *)recv + (size_t)q * block, w[q].send, block);
+  if (st == DC_OK)
+    st = done_round(c);
+  free(w);
+  return st;
+}

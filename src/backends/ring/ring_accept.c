@@ -1,0 +1,287 @@
+/* Accepting a group's connections. Every connection that reaches a listener
+ * is handshaken side by side with the others (up to PENDING_MAX at once),
+ * so a stranger that connects and says nothing, says nonsense, or cannot
+ * prove the job token is refused and logged without holding up the real
+ * peers. Set-up goes on until every expected peer has joined or the group's
+ * timeout passes. The listeners are closed once set-up is over, so later
+ * strangers meet a closed port. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "backends/ring/ring_handshake.h"
+#include "transport/sock.h"
+
+#define PENDING_MAX 32    /* handshakes in flight */
+#define HELLO_SECONDS 5.0 /* from accept to the last handshake byte */
+#define CROWDED_SECONDS 0.5 /* when all are in flight, older ones give way */
+#define LISTEN_MAX 64
+
+typedef struct pending {
+  int fd, listener;
+  int proving;    /* the hello was good: waiting for the token proof */
+  double since;   /* accepted at (dc_now) */
+  size_t have;    /* bytes of the hello or proof read so far */
+  unsigned char buf[DC_HELLO_BYTES];
+  dc_hello h;
+  dc_auth_bind bind;
+  char from[64];
+} pending;
+
+typedef struct acceptor {
+  dc_group *g;
+  dc_tcp *t;
+  const ring_plan *p;
+  const dc_auth *auth;
+  int want;            /* connections still expected */
+  char refused[256];   /* the last refusal, for a timeout message */
+  pending q[PENDING_MAX];
+} acceptor;
+
+/* Log why pd is refused, remember it, close it; returns 0 (not joined). */
+static int refuse(acceptor *A, pending *pd, const char *why) {
+  dc_log(A->g, "refused a connection from %s: %s", pd->from, why);
+  snprintf(A->refused, sizeof A->refused, "%s: %s", pd->from, why);
+  close(pd->fd);
+  pd->fd = -1;
+  return 0;
+}
+
+/* Why a hello that came to listener l cannot be accepted, or
+ * DC_REFUSE_NONE. A slot being handshaken by someone else is no reason: the
+ * first to finish wins, so a stranger cannot squat a real peer's slot. */
+static uint32_t judge(const acceptor *A, const dc_hello *h, int l) {
+  const ring_plan *p = A->p;
+  uint32_t lanes = (uint32_t)ring_lanes(p);
+  if (h->kind != DC_HELLO || h->version != DC_WIRE_VERSION)
+    return DC_REFUSE_VERSION;
+  if (h->job != p->job || h->group != p->group)
+    return DC_REFUSE_JOB;
+  if (A->auth->on != !!(h->flags & DC_HELLO_TOKEN))
+    return A->auth->on ? DC_REFUSE_AUTH : DC_REFUSE_NO_TOKEN;
+  if (h->size != (uint32_t)p->size)
+    return DC_REFUSE_SIZE;
+  if (h->rank >= (uint32_t)p->size || !ring_accepts(p, (int)h->rank) ||
+      h->lane >= lanes || h->lane % (uint32_t)p->naddrs != (uint32_t)l ||
+      A->t->conns[h->rank * lanes + h->lane].fd >= 0)
+    return DC_REFUSE_RANK;
+  return DC_REFUSE_NONE;
+}
+
+static int join(acceptor *A, pending *pd) {
+  const ring_plan *p = A->p;
+  const dc_hello *h = &pd->h;
+  dc_conn *k = &A->t->conns[h->rank * (uint32_t)ring_lanes(p) + h->lane];
+  if (k->fd >= 0) /* another connection proved this slot first */
+    return refuse(A, pd, "rank and connection number already connected");
+  k->fd = pd->fd;
+  k->host = h->host;
+  snprintf(k->addr, sizeof k->addr, "%s",
+           ring_addr(p, (int)h->rank, (int)h->lane)->text);
+  dc_log(A->g, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
+         pd->from, A->auth->on ? " (job token proven)" : "");
+  pd->fd = -1;
+  A->want--;
+  return 1;
+}
+
+/* Answer a good hello: OK, and with a token our nonce and proof. A fresh
+ * socket's send buffer takes these few bytes at once: no wait. */
+static int answer(acceptor *A, pending *pd) {
+  const ring_plan *p = A->p;
+  dc_hello r = ring_hello(p, A->auth, DC_HELLO_OK, (int)pd->h.lane);
+  unsigned char b[DC_HELLO_BYTES + DC_PROOF_BYTES], mac[DC_AUTH_PROOF_BYTES];
+  size_t n = DC_HELLO_BYTES;
+  dc_hello_encode(&r, b);
+  if (A->auth->on) {
+    pd->bind = (dc_auth_bind){.job = p->job, .group = p->group,
+                              .connector = pd->h.rank,
+                              .acceptor = (uint32_t)p->rank,
+                              .size = (uint32_t)p->size, .lane = pd->h.lane};
+    memcpy(pd->bind.nonce_c, pd->h.nonce, DC_AUTH_NONCE_BYTES);
+    memcpy(pd->bind.nonce_a, r.nonce, DC_AUTH_NONCE_BYTES);
+    dc_auth_prove(A->auth, &pd->bind, DC_AUTH_BY_ACCEPTOR, mac);
+    dc_proof_encode(mac, b + n);
+    n += DC_PROOF_BYTES;
+  }
+  if (dc_sock_write_all(pd->fd, b, n, dc_now() + 1.0) != DC_OK)
+    return refuse(A, pd, "it closed the connection before our answer");
+  if (!A->auth->on)
+    return join(A, pd);
+  pd->proving = 1;
+  pd->have = 0;
+  return 0;
+}
+
+static int hello_step(acceptor *A, pending *pd) {
+  uint32_t v = 0;
+  char why[160];
+  dc_status st = dc_hello_peek(pd->buf, pd->have, &v);
+  if (st == DC_ERR_AUTH)
+    return refuse(A, pd, "it sent bytes that are not a distcomm hello");
+  if (st != DC_OK) {
+    snprintf(why, sizeof why, "it speaks distcomm protocol version %u, this "
+             "rank %u", (unsigned)v, DC_WIRE_VERSION);
+    return refuse(A, pd, why);
+  }
+  if (pd->have < DC_HELLO_BYTES)
+    return 0;
+  if (dc_hello_decode(pd->buf, &pd->h) != DC_OK)
+    return refuse(A, pd, "its hello failed its check (corrupt or forged)");
+  uint32_t reason = judge(A, &pd->h, pd->listener);
+  if (reason == DC_REFUSE_NONE)
+    return answer(A, pd);
+  dc_hello r = ring_hello(A->p, A->auth, DC_HELLO_REFUSED, (int)pd->h.lane);
+  r.reason = reason;
+  unsigned char b[DC_HELLO_BYTES];
+  dc_hello_encode(&r, b);
+  dc_sock_write_all(pd->fd, b, sizeof b, dc_now() + 1.0); /* best effort */
+  snprintf(why, sizeof why, "claims rank %u lane %u: %s", pd->h.rank,
+           pd->h.lane, dc_hello_reason_text(reason));
+  return refuse(A, pd, why);
+}
+
+static int proof_step(acceptor *A, pending *pd) {
+  unsigned char mac[DC_AUTH_PROOF_BYTES];
+  if (dc_proof_decode(pd->buf, mac) != DC_OK ||
+      !dc_auth_verify(A->auth, &pd->bind, DC_AUTH_BY_CONNECTOR, mac))
+    return refuse(A, pd, "it did not prove the job token (wrong "
+                  "DISTCOMM_JOB_TOKEN: another job, or a stranger)");
+  return join(A, pd);
+}
+
+static const char *closed_why(const pending *pd) {
+  if (pd->proving)
+    return "it closed the connection instead of proving the job token (has "
+           "it another DISTCOMM_JOB_TOKEN?)";
+  return pd->have ? "it closed the connection in the middle of a hello"
+                  : "it closed the connection without a hello (a port scan?)";
+}
+
+/* Read what pd has sent; 1 when it joined the group. */
+static int step(acceptor *A, pending *pd) {
+  size_t need = pd->proving ? DC_PROOF_BYTES : DC_HELLO_BYTES;
+  ssize_t r = recv(pd->fd, pd->buf + pd->have, need - pd->have, MSG_DONTWAIT);
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return 0;
+  if (r <= 0)
+    return refuse(A, pd, closed_why(pd));
+  pd->have += (size_t)r;
+  if (!pd->proving)
+    return hello_step(A, pd);
+  return pd->have == need ? proof_step(A, pd) : 0;
+}
+
+/* A free slot. When all are in flight, the oldest gives way if it has hung
+ * on for a while (a real peer answers in milliseconds); otherwise NULL, and
+ * newcomers wait in the listen backlog. */
+static pending *slot(acceptor *A) {
+  pending *old = &A->q[0];
+  for (int i = 0; i < PENDING_MAX; i++) {
+    if (A->q[i].fd < 0)
+      return &A->q[i];
+    if (A->q[i].since < old->since)
+      old = &A->q[i];
+  }
+  if (dc_now() - old->since < CROWDED_SECONDS)
+    return NULL;
+  refuse(A, old, "dropped to make room: too many connections at once "
+         "without a handshake");
+  return old;
+}
+
+/* Take the connections waiting on listener l, and read any hello that is
+ * already there. */
+static void take(acceptor *A, int l) {
+  for (int n = 0; n < PENDING_MAX; n++) {
+    int fd;
+    char from[64], err[128];
+    pending *pd = slot(A);
+    if (!pd || dc_sock_accept(A->p->listen_fds[l], dc_now(), &fd, from,
+                              sizeof from, err, sizeof err) != DC_OK)
+      return;
+    *pd = (pending){.fd = fd, .listener = l, .since = dc_now()};
+    snprintf(pd->from, sizeof pd->from, "%s", from);
+    step(A, pd);
+  }
+}
+
+static void expire(acceptor *A) {
+  double now = dc_now();
+  for (int i = 0; i < PENDING_MAX; i++) {
+    pending *pd = &A->q[i];
+    char why[80];
+    if (pd->fd < 0 || now - pd->since <= HELLO_SECONDS)
+      continue;
+    snprintf(why, sizeof why, "it sent %s within %.0f s",
+             pd->proving ? "no proof of the job token"
+             : pd->have  ? "only part of a hello" : "nothing", HELLO_SECONDS);
+    refuse(A, pd, why);
+  }
+}
+
+static int first_missing(const dc_tcp *t, const ring_plan *p) {
+  for (int q = 0; q < p->size; q++)
+    for (int l = 0; ring_accepts(p, q) && l < ring_lanes(p); l++)
+      if (t->conns[q * ring_lanes(p) + l].fd < 0)
+        return q;
+  return -1;
+}
+
+static dc_status timed_out(const acceptor *A, char *err, size_t errlen) {
+  const ring_plan *p = A->p;
+  int q = first_missing(A->t, p);
+  snprintf(err, errlen, "rank %d timed out after %.0f s waiting for rank %d "
+           "(%s) to connect: is rank %d running?%s%s%s", p->rank,
+           A->g->timeout_s, q, ring_addr(p, q, 0)->text, q,
+           A->refused[0] ? " (the last connection refused: " : "",
+           A->refused, A->refused[0] ? ")" : "");
+  return DC_ERR_TIMEOUT;
+}
+
+/* One round: poll listeners and handshakes, serve what is ready. */
+static void round_once(acceptor *A, int nl, double left) {
+  struct pollfd pf[LISTEN_MAX + PENDING_MAX];
+  int map[PENDING_MAX], n = nl;
+  for (int l = 0; l < nl; l++)
+    pf[l] = (struct pollfd){.fd = A->p->listen_fds[l], .events = POLLIN};
+  for (int i = 0; i < PENDING_MAX; i++)
+    if (A->q[i].fd >= 0) {
+      map[n - nl] = i;
+      pf[n++] = (struct pollfd){.fd = A->q[i].fd, .events = POLLIN};
+    }
+  poll(pf, (nfds_t)n, left > 0.1 ? 100 : (int)(left * 1000) + 1);
+  for (int i = nl; i < n; i++) /* before take(): it may reuse slots */
+    if (pf[i].revents)
+      step(A, &A->q[map[i - nl]]);
+  for (int l = 0; l < nl; l++)
+    if (pf[l].revents & POLLIN)
+      take(A, l);
+  expire(A);
+}
+
+dc_status ring_accept_all(dc_group *g, dc_tcp *t, const ring_plan *p,
+                          const dc_auth *auth, double deadline, char *err,
+                          size_t errlen) {
+  acceptor A = {.g = g, .t = t, .p = p, .auth = auth};
+  for (int i = 0; i < PENDING_MAX; i++)
+    A.q[i].fd = -1;
+  for (int q = 0; q < p->size; q++)
+    A.want += ring_accepts(p, q) * ring_lanes(p);
+  int nl = p->naddrs < LISTEN_MAX ? p->naddrs : LISTEN_MAX;
+  dc_status st = DC_OK;
+  while (A.want > 0 && st == DC_OK) {
+    double left = deadline - dc_now();
+    if (left <= 0)
+      st = timed_out(&A, err, errlen);
+    else
+      round_once(&A, nl, left);
+  }
+  for (int i = 0; i < PENDING_MAX; i++)
+    if (A.q[i].fd >= 0)
+      refuse(&A, &A.q[i], "set-up ended before it finished a handshake");
+  return st;
+}

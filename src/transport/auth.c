@@ -1,0 +1,177 @@
+/* Job-token challenge-response with libsodium loaded at run time; see
+ * auth.h. */
+#include "transport/auth.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The few libsodium calls used, with their documented signatures (no
+ * <sodium.h>: the library builds without it). */
+typedef int (*init_fn)(void);
+typedef void (*random_fn)(void *buf, size_t size);
+typedef int (*hash_fn)(unsigned char *out, size_t outlen,
+                       const unsigned char *in, unsigned long long inlen,
+                       const unsigned char *key, size_t keylen);
+typedef int (*memcmp_fn)(const void *a, const void *b, size_t len);
+typedef void (*memzero_fn)(void *p, size_t len);
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static const char *soname = "libsodium.so.23";
+static struct {
+  random_fn random;
+  hash_fn hash;
+  memcmp_fn cmp;
+  memzero_fn zero;
+} na;                        /* all set, or all NULL */
+static char load_error[256]; /* written once inside pthread_once */
+
+/* Through a union: ISO C has no conversion from void * to a function
+ * pointer, and POSIX guarantees dlsym's result is usable this way. */
+typedef union sym {
+  void *p;
+  init_fn init;
+  random_fn random;
+  hash_fn hash;
+  memcmp_fn cmp;
+  memzero_fn zero;
+} sym;
+
+static sym lookup(void *lib, const char *name) {
+  sym s = {dlsym(lib, name)};
+  if (!s.p && !load_error[0]) {
+    const char *why = dlerror();
+    snprintf(load_error, sizeof load_error, "%s", why ? why : name);
+  }
+  return s;
+}
+
+static void load_sodium(void) {
+  void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = dlerror();
+    snprintf(load_error, sizeof load_error, "%s", why ? why : soname);
+    return;
+  }
+  sym init = lookup(lib, "sodium_init"), rnd = lookup(lib, "randombytes_buf");
+  sym hash = lookup(lib, "crypto_generichash");
+  sym cmp = lookup(lib, "sodium_memcmp"), zero = lookup(lib, "sodium_memzero");
+  if (!init.p || !rnd.p || !hash.p || !cmp.p || !zero.p) {
+    dlclose(lib); /* nothing from it is in use yet */
+    return;
+  }
+  if (init.init() < 0) { /* 0 ready, 1 already was; < 0 no randomness */
+    snprintf(load_error, sizeof load_error, "sodium_init failed");
+    dlclose(lib);
+    return;
+  }
+  /* Never closed: later groups of the process use it again. */
+  na.random = rnd.random;
+  na.hash = hash.hash;
+  na.cmp = cmp.cmp;
+  na.zero = zero.zero;
+}
+
+void dc_auth_set_soname_for_tests(const char *name) { soname = name; }
+
+dc_status dc_auth_from_token(const char *token, dc_auth *a, char *err,
+                             size_t errlen) {
+  memset(a, 0, sizeof *a);
+  if (!token || !*token)
+    return DC_OK;
+  size_t len = strlen(token);
+  if (len < DC_AUTH_TOKEN_MIN) {
+    snprintf(err, errlen, "DISTCOMM_JOB_TOKEN is too short (%zu characters; "
+             "use at least %d random ones, or unset it)", len,
+             DC_AUTH_TOKEN_MIN);
+    return DC_ERR_CONFIG;
+  }
+  pthread_once(&load_once, load_sodium);
+  if (!na.hash) {
+    snprintf(err, errlen, "DISTCOMM_JOB_TOKEN is set, and checking it needs "
+             "libsodium (apt-get install libsodium23): %s", load_error);
+    return DC_ERR_UNAVAILABLE;
+  }
+  /* The key is the token hashed under a label of ours, so the MAC key is
+   * fixed-size and differs from any other use of the same token. */
+  static const unsigned char label[] = "distcomm job token v1";
+  size_t n = sizeof label + len;
+  unsigned char *in = malloc(n);
+  if (!in) {
+    snprintf(err, errlen, "out of memory");
+    return DC_ERR_NOMEM;
+  }
+  memcpy(in, label, sizeof label);
+  memcpy(in + sizeof label, token, len);
+  na.hash(a->key, sizeof a->key, in, n, NULL, 0);
+  na.zero(in, n);
+  free(in);
+  a->on = 1;
+  return DC_OK;
+}
+
+dc_status dc_auth_from_env(dc_auth *a, char *err, size_t errlen) {
+  return dc_auth_from_token(getenv("DISTCOMM_JOB_TOKEN"), a, err, errlen);
+}
+
+void dc_auth_nonce(const dc_auth *a, unsigned char out[DC_AUTH_NONCE_BYTES]) {
+  memset(out, 0, DC_AUTH_NONCE_BYTES);
+  if (a->on)
+    na.random(out, DC_AUTH_NONCE_BYTES);
+}
+
+static unsigned char *put_le(unsigned char *p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; i++)
+    *p++ = (unsigned char)(v >> (8 * i));
+  return p;
+}
+
+/* label | nonce_c | nonce_a | job | group | connector | acceptor | size |
+ * lane, all fixed-size: no two handshakes give the same bytes. */
+#define TRANSCRIPT_BYTES (16 + 2 * DC_AUTH_NONCE_BYTES + 2 * 8 + 4 * 4)
+
+static void transcript(const dc_auth_bind *b, int dir,
+                       unsigned char out[TRANSCRIPT_BYTES]) {
+  memset(out, 0, 16);
+  memcpy(out, dir == DC_AUTH_BY_ACCEPTOR ? "dc acceptor" : "dc connector",
+         dir == DC_AUTH_BY_ACCEPTOR ? 11 : 12);
+  unsigned char *p = out + 16;
+  memcpy(p, b->nonce_c, DC_AUTH_NONCE_BYTES);
+  memcpy(p + DC_AUTH_NONCE_BYTES, b->nonce_a, DC_AUTH_NONCE_BYTES);
+  p += 2 * DC_AUTH_NONCE_BYTES;
+  p = put_le(p, b->job, 8);
+  p = put_le(p, b->group, 8);
+  p = put_le(p, b->connector, 4);
+  p = put_le(p, b->acceptor, 4);
+  p = put_le(p, b->size, 4);
+  put_le(p, b->lane, 4);
+}
+
+void dc_auth_prove(const dc_auth *a, const dc_auth_bind *b, int dir,
+                   unsigned char out[DC_AUTH_PROOF_BYTES]) {
+  memset(out, 0, DC_AUTH_PROOF_BYTES);
+  if (!a->on)
+    return;
+  unsigned char t[TRANSCRIPT_BYTES];
+  transcript(b, dir, t);
+  na.hash(out, DC_AUTH_PROOF_BYTES, t, sizeof t, a->key, sizeof a->key);
+}
+
+int dc_auth_verify(const dc_auth *a, const dc_auth_bind *b, int dir,
+                   const unsigned char proof[DC_AUTH_PROOF_BYTES]) {
+  if (!a->on)
+    return 0;
+  unsigned char want[DC_AUTH_PROOF_BYTES];
+  dc_auth_prove(a, b, dir, want);
+  int ok = na.cmp(want, proof, sizeof want) == 0;
+  na.zero(want, sizeof want);
+  return ok;
+}
+
+void dc_auth_clear(dc_auth *a) {
+  if (a->on)
+    na.zero(a->key, sizeof a->key);
+  a->on = 0;
+}

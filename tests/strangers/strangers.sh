@@ -1,0 +1,121 @@
+#!/bin/bash
+# strangers.sh LAUNCH CONFORMANCE STRANGER N: an N-rank job through the
+# launcher (MLX_RING_VERBOSE=1) meets strangers on its ports.
+#   While setting up (ranks 1.. start 4 s late, so rank 0 sits accepting):
+#   a port scan, garbage bytes, a frame header with a huge length, a hello
+#   from another job, a hello without the job token, a hello with a forged
+#   proof (claiming rank 1's slot before rank 1 comes), and 8 silent
+#   connections held open. Each must be refused and logged by the rank,
+#   naming the stranger's address, and rank 1 must be accepted while the
+#   silent ones still hang (they cannot stall set-up).
+#   While running collectives: the ports are closed (listeners live only
+#   during set-up), so strangers get "connection refused".
+# The job must pass the conformance checks. Everything runs under timeout.
+set -u
+launch=$1 conf=$2 stranger=$3 n=$4
+. "$(dirname "$0")/../mp/mp_lib.sh"
+base=$(mp_port_base)
+log=$mp_tmp/job.out
+counts=1,1000,65537
+# shellcheck disable=SC2016 # the ranks' shell expands these
+MLX_RING_VERBOSE=1 DISTCOMM_TIMEOUT=60 timeout -k 5 150 "$launch" -n "$n" \
+  --starting-port "$base" -- sh -c 'echo "$DISTCOMM_JOB_ID" >"$0/job.$MLX_RANK"
+    [ "$MLX_RANK" = 0 ] || sleep 4
+    exec "$1" --size "$2" --counts "$3"' "$mp_tmp" "$conf" "$n" "$counts" \
+  >"$log" 2>&1 &
+job_pid=$!
+mp_pids+=("$job_pid")
+
+wait_for "$mp_tmp/job.0" . 20 || { fail "rank 0 never started: $(cat "$log")"; mp_finish; }
+job=$(cat "$mp_tmp/job.0")
+port0="127.0.0.1:$base"
+
+# stranger_run NAME MODE...: run one stranger in the background.
+spids=()
+stranger_run() {
+  local name=$1
+  shift
+  timeout -k 2 40 "$stranger" "$@" >"$mp_tmp/s.$name" 2>&1 &
+  spids+=($!)
+  snames+=("$name")
+}
+snames=()
+stranger_run scan scan "$port0"
+stranger_run garbage garbage "$port0"
+stranger_run huge huge "$port0"
+stranger_run wrongjob wrong-job "$port0" "$job" "$n"
+stranger_run notoken no-token "$port0" "$job" "$n"
+stranger_run wrongtoken wrong-token "$port0" "$job" "$n"
+# Those that hang on come 1.5 s in, so that they are still hanging when rank
+# 1 comes (4 s), and would be dropped after 5 s (at 6.5 s) at the earliest.
+sleep 1.5
+for i in 1 2 3 4 5 6 7 8; do stranger_run "silent$i" silent "$port0"; done
+stranger_run squat squat "$port0" "$job" "$n"
+
+for i in "${!spids[@]}"; do
+  wait "${spids[$i]}"
+  rc=$?
+  name=${snames[$i]}
+  if [ $rc -ne 0 ]; then
+    fail "stranger $name: exit $rc: $(cat "$mp_tmp/s.$name")"
+  fi
+done
+
+# refused_as NAME WORDS: the rank's log names this stranger's address and why.
+refused_as() {
+  local name=$1 why=$2 from line
+  from=$(sed -n 's/^stranger [a-z-]* from \([0-9.:]*\)$/\1/p' "$mp_tmp/s.$name")
+  line=$(grep "refused a connection from $from: " "$log" | head -1)
+  if [ -n "$from" ] && contains "$line" "$why"; then
+    ok "$name ($from) refused: ${line#*: }"
+  else
+    fail "$name ($from): no log line with \"$why\": ${line:-none}; stranger said: $(cat "$mp_tmp/s.$name")"
+  fi
+}
+
+wait_for "$log" "ring ready: rank $((n - 1)) " 60 || fail "set-up did not finish: $(tail -5 "$log")"
+refused_as scan "without a hello"
+refused_as garbage "not a distcomm hello"
+refused_as huge "not a distcomm hello"
+refused_as wrongjob "another job"
+refused_as notoken "peer did not prove the job token"
+refused_as wrongtoken "did not prove the job token (wrong DISTCOMM_JOB_TOKEN"
+grep -q "refused (reason 5" "$mp_tmp/s.notoken" || fail "no-token stranger was not told why: $(cat "$mp_tmp/s.notoken")"
+grep -q "OK and its proof" "$mp_tmp/s.wrongtoken" || fail "wrong-token stranger did not reach the proof step: $(cat "$mp_tmp/s.wrongtoken")"
+# Those that hung on are refused when they run out of time or when set-up
+# ends; rank 1 (4 s late, after they connected) must have been accepted
+# before any of them was dropped: they did not stall set-up.
+rank1=$(grep -n "rank 0\] accepted rank 1 lane 0" "$log" | head -1 | cut -d: -f1)
+for name in silent1 silent2 silent3 silent4 silent5 silent6 silent7 silent8 squat; do
+  refused_as "$name" " "
+  from=$(sed -n 's/^stranger [a-z-]* from \([0-9.:]*\)$/\1/p' "$mp_tmp/s.$name")
+  at=$(grep -n "refused a connection from $from: " "$log" | head -1 | cut -d: -f1)
+  if [ -z "$rank1" ] || [ -z "$at" ] || [ "$at" -lt "$rank1" ]; then
+    fail "$name dropped at log line ${at:-never}, rank 1 accepted at ${rank1:-never}: set-up waited for it"
+  fi
+done
+grep -q "OK and its proof" "$mp_tmp/s.squat" || fail "squat stranger did not get the rank's answer: $(cat "$mp_tmp/s.squat")"
+
+# Running: every rank's port is closed now.
+for ((r = 0; r < n; r++)); do
+  if out=$(timeout 10 "$stranger" closed "127.0.0.1:$((base + r))"); then
+    ok "while running, rank $r: $out"
+  else
+    fail "while running, rank $r: $out"
+  fi
+done
+if kill -0 "$job_pid" 2>/dev/null; then
+  ok "the job was still running collectives"
+else
+  fail "the job had finished before the running-phase strangers"
+fi
+
+wait "$job_pid"
+rc=$?
+passed=$(grep -c 'passed, 0 failed$' "$log")
+if [ $rc -eq 0 ] && [ "$passed" -eq "$n" ]; then
+  ok "job of $n ranks completed: $passed ranks passed the conformance checks"
+else
+  fail "job exit $rc, $passed of $n ranks passed: $(grep -v distcomm "$log" | tail -5)"
+fi
+mp_finish
