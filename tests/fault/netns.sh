@@ -13,25 +13,8 @@
 set -u
 probe=$1
 . "$(dirname "$0")/../mp/mp_lib.sh"
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v nft >/dev/null; then
-  echo "skip: needs root, iproute2 and nftables"; exit 77
-fi
-tag=$$
-a=dcfA$tag b=dcfB$tag va=fa$tag vb=fb$tag
-net=10.$((200 + tag % 50)).$((tag / 50 % 250))
-undo() {
-  ip netns del "$a" 2>/dev/null
-  ip netns del "$b" 2>/dev/null
-  mp_cleanup
-}
-trap undo EXIT
-if ! ip netns add "$a" 2>/dev/null; then echo "skip: ip netns unavailable"; exit 77; fi
-ip netns add "$b" &&
-  ip link add "$va" netns "$a" type veth peer name "$vb" netns "$b" &&
-  ip -n "$a" addr add "$net.1/24" dev "$va" && ip -n "$b" addr add "$net.2/24" dev "$vb" &&
-  ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up &&
-  ip -n "$a" link set lo up && ip -n "$b" link set lo up ||
-  { fail "could not build the namespaces"; mp_finish; }
+if ! command -v nft >/dev/null; then echo "skip: needs nftables"; exit 77; fi
+mp_netns_pair dcf
 
 base=$(mp_port_base)
 printf '[["%s.1:%d"],["%s.2:%d"]]\n' "$net" "$base" "$net" $((base + 1)) >"$mp_tmp/hf.json"

@@ -7,24 +7,7 @@
 set -u
 conf=$1
 . "$(dirname "$0")/mp_lib.sh"
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-  echo "skip: needs root and iproute2"; exit 77
-fi
-tag=$$
-a=dcA$tag b=dcB$tag net=10.$((200 + tag % 50)).$((tag / 50 % 250))
-undo() {
-  ip netns del "$a" 2>/dev/null
-  ip netns del "$b" 2>/dev/null
-  mp_cleanup
-}
-trap undo EXIT
-if ! ip netns add "$a" 2>/dev/null; then echo "skip: ip netns unavailable"; exit 77; fi
-ip netns add "$b" &&
-  ip link add "va$tag" netns "$a" type veth peer name "vb$tag" netns "$b" &&
-  ip -n "$a" addr add "$net.1/24" dev "va$tag" && ip -n "$b" addr add "$net.2/24" dev "vb$tag" &&
-  ip -n "$a" link set "va$tag" up && ip -n "$b" link set "vb$tag" up &&
-  ip -n "$a" link set lo up && ip -n "$b" link set lo up ||
-  { fail "could not build the namespaces"; mp_finish; }
+mp_netns_pair dc
 
 base=$(mp_port_base)
 printf '[["%s.1:%d"],["%s.1:%d"],["%s.2:%d"],["%s.2:%d"]]\n' \

@@ -64,3 +64,23 @@ wait_for() {
   done
   return 1
 }
+
+# mp_netns_pair PREFIX: two "hosts" (network namespaces $a and $b) joined by
+# a veth pair ($va in $a, $vb in $b) on $net.1 and $net.2 (/24), removed at
+# exit even on failure. Exits 77 (skip) without root or `ip netns`.
+mp_netns_pair() {
+  local tag=$$
+  if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+    echo "skip: needs root and iproute2"; exit 77
+  fi
+  a=${1}A$tag b=${1}B$tag va=${1}a$tag vb=${1}b$tag
+  net=10.$((200 + tag % 50)).$((tag / 50 % 250))
+  trap 'ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null; mp_cleanup' EXIT
+  if ! ip netns add "$a" 2>/dev/null; then echo "skip: ip netns unavailable"; exit 77; fi
+  ip netns add "$b" &&
+    ip link add "$va" netns "$a" type veth peer name "$vb" netns "$b" &&
+    ip -n "$a" addr add "$net.1/24" dev "$va" && ip -n "$b" addr add "$net.2/24" dev "$vb" &&
+    ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up &&
+    ip -n "$a" link set lo up && ip -n "$b" link set lo up ||
+    { fail "could not build the namespaces"; mp_finish; }
+}

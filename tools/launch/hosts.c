@@ -4,7 +4,6 @@
 #include "hosts.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,29 +100,6 @@ static int from_list(const char *list, long rep, struct dcl_plan *p)
     return rc;
 }
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        dcl_error("--hostfile %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap), *b;
-    while (buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0)
-        if ((n += got) + 1 == cap && (b = realloc(buf, cap *= 2)) != buf) {
-            if (b == NULL)
-                free(buf);
-            buf = b;
-        }
-    fclose(f);
-    if (buf == NULL)
-        dcl_error("out of memory");
-    else
-        buf[n] = '\0';
-    return buf;
-}
-
 /* A list of strings (the "ips" of a host, the "envs"); absent or null is an
  * empty list. The strings stay owned by the parsed tree. */
 static int strings(const char *path, const char *what, const cJSON *v,
@@ -210,7 +186,7 @@ static int from_object(const char *path, const cJSON *root, long rep,
 
 static int from_file(const char *path, long rep, struct dcl_plan *p)
 {
-    char *text = read_text(path);
+    char *text = dcl_read_hostfile(path);
     if (text == NULL)
         return -1;
     const char *end = NULL;

@@ -105,32 +105,6 @@ static void remove_hostfile(void)
     g_hostfile[0] = '\0';
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        dcl_error("--hostfile %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (size_t got; buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-        n += got;
-        if (n + 1 == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (b == NULL)
-                free(buf);
-            buf = b;
-        }
-    }
-    fclose(f);
-    if (buf == NULL)
-        dcl_error("out of memory");
-    else
-        buf[n] = '\0';
-    return buf;
-}
-
 static int push_host(char ***hosts, size_t *n, const char *name)
 {
     char **h = realloc(*hosts, (*n + 1) * sizeof *h);
@@ -217,7 +191,7 @@ static int add_hosts(const struct dcl_options *o, const struct dialect *d, struc
     size_t n = 0;
     long total = o->nranks;
     int rc = 0;
-    if (o->hostfile != NULL && (text = read_file(o->hostfile)) == NULL)
+    if (o->hostfile != NULL && (text = dcl_read_hostfile(o->hostfile)) == NULL)
         return -1;
     const char *first = text ? text + strspn(text, " \t\r\n") : "";
     bool json = *first == '[' || *first == '{';

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,4 +99,31 @@ int dcl_parse_long(const char *s, long lo, long hi, long *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* The whole of a --hostfile as a string; NULL after saying why. */
+char *dcl_read_hostfile(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        dcl_error("--hostfile %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (b == NULL)
+                free(buf);
+            buf = b;
+        }
+    }
+    fclose(f);
+    if (buf == NULL)
+        dcl_error("out of memory");
+    else
+        buf[n] = '\0';
+    return buf;
 }

@@ -32,4 +32,8 @@ int dcl_random(void *buf, size_t len);
 /* Parses a decimal integer in [lo, hi]; returns 0 or -1 (junk, overflow). */
 int dcl_parse_long(const char *s, long lo, long hi, long *out);
 
+/* The whole of a --hostfile as a string (caller frees); NULL after printing
+ * why. */
+char *dcl_read_hostfile(const char *path);
+
 #endif
