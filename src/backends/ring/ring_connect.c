@@ -113,9 +113,15 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
   int fd;
   dc_status st = dc_sock_connect(a, deadline, &fd, err, errlen);
   if (st != DC_OK) {
+    int far = p->size > 2 && !ring_neighbours_only(p) &&
+              q != (p->rank + 1) % p->size &&
+              q != (p->rank + p->size - 1) % p->size;
     snprintf(err, errlen, "rank %d could not connect to rank %d (%s) before "
-             "the timeout (%.0f s): is rank %d running?",
-             p->rank, q, a->text, g->timeout_s, q);
+             "the timeout (%.0f s): is rank %d running?%s",
+             p->rank, q, a->text, g->timeout_s, q,
+             far ? " (if only ring neighbours are linked, as on a ring of "
+                   "direct cables, set DISTCOMM_RING_NEIGHBOURS=1)"
+                 : "");
     return st;
   }
   dc_hello reply;
