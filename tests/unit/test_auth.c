@@ -22,7 +22,7 @@ static dc_auth make(const char *tok) {
   char err[256] = "";
   dc_status st = dc_auth_from_token(tok, &a, err, sizeof err);
   if (st != DC_OK)
-    fail_msg("token %s: %s", tok, err);
+    fail_msg("token %s: %s", tok ? tok : "(none)", err);
   return a;
 }
 
