@@ -29,8 +29,15 @@ mp_finish() {
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# A random port base in 20000..59999, so parallel runs rarely collide.
-mp_port_base() { echo $((20000 + (RANDOM * 32768 + RANDOM) % 40000)); }
+# A random port base, so parallel runs rarely collide.
+# Below the kernel's ephemeral range: a port picked there can already be
+# the local end of another test's outgoing connection ("address in use").
+mp_port_base() {
+  local low=32768
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
+  [ "$low" -gt 10100 ] 2>/dev/null || low=32768
+  echo $((10000 + (RANDOM * 32768 + RANDOM) % (low - 10100)))
+}
 
 # mp_hostfile FILE N BASE: one 127.0.0.1 address per rank, ports BASE + r.
 mp_hostfile() {
