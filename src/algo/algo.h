@@ -92,5 +92,9 @@ dc_status dc_direct_all_reduce(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_all_gather(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_reduce_scatter(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_barrier(dc_comm *c);
+/* One batch with every peer: send mine (len bytes) to each, receive peer
+ * q's into theirs + q * len (this rank's slot is left as it is). */
+dc_status dc_direct_round(dc_comm *c, const void *mine, void *theirs,
+                          size_t len);
 
 #endif

@@ -92,6 +92,27 @@ dc_status dc_direct_all_gather(dc_comm *c, const void *send, void *recv) {
   return exchange(c, b.block, send_block, recv_block, &b);
 }
 
+typedef struct round {
+  const void *mine;
+  char *theirs;
+  size_t len;
+} round;
+
+static const void *round_send(void *ctx, int q) {
+  (void)q;
+  return ((round *)ctx)->mine;
+}
+static void *round_recv(void *ctx, int q) {
+  round *r = ctx;
+  return r->theirs + (size_t)q * r->len;
+}
+
+dc_status dc_direct_round(dc_comm *c, const void *mine, void *theirs,
+                          size_t len) {
+  round r = {mine, theirs, len};
+  return exchange(c, len, round_send, round_recv, &r);
+}
+
 dc_status dc_direct_barrier(dc_comm *c) {
   static char none;
   bufs b = {.send = &none, .recv = &none, .block = 0, .whole = 1};

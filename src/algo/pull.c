@@ -27,25 +27,6 @@ typedef struct where {
                           overlap in a way we cannot serve */
 } where;
 
-/* One round with every peer: send mine (len bytes), receive theirs[q]. */
-static dc_status round_all(dc_comm *c, const void *mine, void *theirs,
-                           size_t len) {
-  dc_xfer local[64];
-  int n = 2 * (c->size - 1), k = 0;
-  dc_xfer *x = n <= 64 ? local : malloc(sizeof *x * (size_t)n);
-  if (!x)
-    return DC_ERR_NOMEM;
-  for (int i = 1; i < c->size; i++) {
-    int to = (c->rank + i) % c->size, from = (c->rank - i + c->size) % c->size;
-    x[k++] = dc_xsend(to, 0, mine, len);
-    x[k++] = dc_xrecv(from, 0, (char *)theirs + (size_t)from * len, len);
-  }
-  dc_status st = c->run(c, x, k);
-  if (x != local)
-    free(x);
-  return st;
-}
-
 /* Every rank learns where the others' buffers are, and whether all can
  * take this path: if one cannot, all return DC_ERR_NOT_SUPPORTED together
  * (the caller then takes another algorithm, on every rank alike). */
@@ -54,7 +35,7 @@ static dc_status swap_where(dc_comm *c, const void *send, void *recv, int ok,
   where me = {(uint64_t)(uintptr_t)send, (uint64_t)(uintptr_t)recv,
               (uint64_t)ok};
   all[c->rank] = me;
-  dc_status st = round_all(c, &me, all, sizeof me);
+  dc_status st = dc_direct_round(c, &me, all, sizeof me);
   for (int q = 0; st == DC_OK && q < c->size; q++)
     if (!all[q].ok)
       st = DC_ERR_NOT_SUPPORTED;
@@ -63,7 +44,7 @@ static dc_status swap_where(dc_comm *c, const void *send, void *recv, int ok,
 
 static dc_status done_round(dc_comm *c) {
   static char none;
-  return round_all(c, &none, &none, 0);
+  return dc_direct_round(c, &none, &none, 0);
 }
 
 /* dst = every rank's bytes at base[q] + off, reduced in rank order (as
