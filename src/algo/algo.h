@@ -60,6 +60,9 @@ struct dc_comm {
   dc_status (*pull)(dc_comm *c, int peer, void *dst, uint64_t src,
                     size_t len);
   int pull_ok;
+  /* The group's choice between single copy and the pipes (algo/tune.h),
+   * kept by the backend across calls; NULL: always single copy. */
+  struct dc_tune *tune;
   void *ctx;
 };
 

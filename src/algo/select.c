@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/tune.h"
 #include "core/group.h"
 
 /* Direct exchange needs every pair connected; with neighbours only (and
@@ -12,40 +13,59 @@ static int ring_only(const dc_comm *c) {
   return c->neighbours_only && c->size > 2;
 }
 
-/* Single copy between same-host processes (c->pull) above direct's sizes;
- * NOT_SUPPORTED (odd buffer overlaps, on every rank alike) falls back. */
+/* Single copy between same-host processes (c->pull) above direct's sizes. */
 static int pull(const dc_comm *c) { return c->pull && !ring_only(c); }
+
+typedef dc_status (*algo_fn)(dc_comm *c, const void *send, void *recv);
+
+/* Single copy or the ring through the pipes, as the group's tuner votes
+ * (every rank must agree: pull's first round carries the vote). pull
+ * answers NOT_SUPPORTED, on every rank alike, when a rank voted against
+ * it or its buffers overlap oddly; then the ring runs. */
+static dc_status pull_or(dc_comm *c, dc_tune_kind kind, algo_fn by_pull,
+                         algo_fn other, const void *send, void *recv) {
+  if (!pull(c))
+    return other(c, send, recv);
+  double t0 = c->tune ? dc_now() : 0;
+  if (c->tune && !dc_tune_vote(c->tune, kind, c->total_bytes))
+    c->pull_ok = 0;
+  dc_status st = by_pull(c, send, recv);
+  int pulled = st != DC_ERR_NOT_SUPPORTED;
+  if (!pulled)
+    st = other(c, send, recv);
+  if (st == DC_OK && c->tune)
+    dc_tune_record(c->tune, kind, c->total_bytes, pulled, dc_now() - t0);
+  return st;
+}
 
 dc_status dc_algo_all_reduce(dc_comm *c, const void *send, void *recv) {
   if (ring_only(c))
     return dc_ring_all_reduce(c, send, recv);
   if (c->total_bytes <= DC_DIRECT_MAX_BYTES || c->count < (size_t)c->size)
     return dc_direct_all_reduce(c, send, recv);
-  dc_status st = pull(c) ? dc_pull_all_reduce(c, send, recv)
-                         : DC_ERR_NOT_SUPPORTED;
-  return st != DC_ERR_NOT_SUPPORTED ? st : dc_ring_all_reduce(c, send, recv);
+  return pull_or(c, DC_TUNE_ALL_REDUCE, dc_pull_all_reduce,
+                 dc_ring_all_reduce, send, recv);
+}
+
+static dc_status ring_all_gather(dc_comm *c, const void *send, void *recv) {
+  char *mine = (char *)recv + (size_t)c->rank * c->total_bytes;
+  memmove(mine, send, c->total_bytes);
+  return dc_ring_all_gather(c, recv);
 }
 
 dc_status dc_algo_all_gather(dc_comm *c, const void *send, void *recv) {
   if (!ring_only(c) &&
       c->total_bytes * (size_t)c->size <= 4 * DC_DIRECT_MAX_BYTES)
     return dc_direct_all_gather(c, send, recv);
-  dc_status st = pull(c) ? dc_pull_all_gather(c, send, recv)
-                         : DC_ERR_NOT_SUPPORTED;
-  if (st != DC_ERR_NOT_SUPPORTED)
-    return st;
-  char *mine = (char *)recv + (size_t)c->rank * c->total_bytes;
-  memmove(mine, send, c->total_bytes);
-  return dc_ring_all_gather(c, recv);
+  return pull_or(c, DC_TUNE_ALL_GATHER, dc_pull_all_gather, ring_all_gather,
+                 send, recv);
 }
 
 dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv) {
   if (!ring_only(c) && c->total_bytes * (size_t)c->size <= DC_DIRECT_MAX_BYTES)
     return dc_direct_reduce_scatter(c, send, recv);
-  dc_status st = pull(c) ? dc_pull_reduce_scatter(c, send, recv)
-                         : DC_ERR_NOT_SUPPORTED;
-  return st != DC_ERR_NOT_SUPPORTED ? st
-                                    : dc_ring_reduce_scatter(c, send, recv);
+  return pull_or(c, DC_TUNE_REDUCE_SCATTER, dc_pull_reduce_scatter,
+                 dc_ring_reduce_scatter, send, recv);
 }
 
 /* The root sends to every rank directly (one batch). Then every rank

@@ -72,6 +72,7 @@ void dc_tcp_free(dc_tcp *t) {
   for (int i = 0; i < t->nsegs; i++)
     dc_shm_close(&t->segs[i]);
   free(t->segs);
+  free(t->tune);
   free(t->conns);
   free(t->p2p_tx);
   free(t->p2p_rx);
@@ -94,6 +95,7 @@ void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,
   c->run = dc_tcp_run;
   c->pull = t->one_host ? dc_tcp_pull : NULL;
   c->pull_ok = t->pull_ok;
+  c->tune = t->tune;
   c->ctx = t;
   for (int i = 0; i < t->size * t->lanes; i++)
     t->conns[i].op_rx = 0;

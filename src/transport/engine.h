@@ -38,6 +38,7 @@ typedef struct dc_tcp {
   int nsegs;
   int one_host;         /* every rank of the group is on this host */
   int pull_ok;          /* every peer's memory is readable (single copy) */
+  struct dc_tune *tune; /* single copy or pipes, when pull_ok (owned) */
 } dc_tcp;
 
 /* Allocate an engine for size ranks x lanes connections (all fd = -1). */

@@ -46,6 +46,11 @@ int dc_cma_enabled(void) {
   return !(s && strcmp(s, "0") == 0);
 }
 
+int dc_cma_forced(void) {
+  const char *s = getenv("DISTCOMM_CMA");
+  return s && strcmp(s, "1") == 0;
+}
+
 ssize_t dc_cma_read(int pid, void *dst, uint64_t src, size_t len) {
   struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
   return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);

@@ -58,6 +58,9 @@ int dc_shm_enabled(void);
 
 /* DISTCOMM_CMA is not "0": single copy between same-host peers allowed. */
 int dc_cma_enabled(void);
+/* DISTCOMM_CMA is "1": single copy wherever it can, without measuring
+ * whether the pipes are faster (algo/tune.h). */
+int dc_cma_forced(void);
 /* process_vm_readv of len bytes at src in process pid (-1, errno). */
 ssize_t dc_cma_read(int pid, void *dst, uint64_t src, size_t len);
 

@@ -5,8 +5,9 @@
 # rank 2 within 3 s of the kill (the goal is 1 s; slack for a loaded
 # machine), find its group poisoned, free it, and exit. Over shared memory
 # (the default for ranks on one host), nothing of the job may remain in
-# /dev/shm afterwards. shm reads peers' buffers by single copy (the kill
-# lands mid-read), shm-nocma goes through the pipes (DISTCOMM_CMA=0).
+# /dev/shm afterwards. shm reads peers' buffers by single copy (forced with
+# DISTCOMM_CMA=1: the kill lands mid-read), shm-nocma goes through the
+# pipes (DISTCOMM_CMA=0).
 set -u
 probe=$1
 mode=${2:-shm}
@@ -15,6 +16,7 @@ export DISTCOMM_JOB_ID
 DISTCOMM_JOB_ID=$(printf '%04x%04x%04x%04x' $RANDOM $RANDOM $RANDOM $RANDOM)
 unset DISTCOMM_SHM DISTCOMM_CMA
 if [ "$mode" = tcp ]; then export DISTCOMM_SHM=0; fi
+if [ "$mode" = shm ]; then export DISTCOMM_CMA=1; fi
 if [ "$mode" = shm-nocma ]; then export DISTCOMM_CMA=0; fi
 n=4
 victim=2

@@ -2,8 +2,8 @@
  * and in place, at sizes that take every path (direct, ring or single
  * copy). Every rank must hold the same bits, and with --rank-order they
  * must equal the sum taken in rank order (what single copy and direct
- * compute; over 2 ranks every path does, so DISTCOMM_CMA=0 and =1 give
- * identical bits). Every rank prints "... N passed, F failed" (launch.sh).
+ * compute; over 2 ranks every path does, so DISTCOMM_CMA=0, =1 and the
+ * default, which times both, give identical bits). Every rank prints "... N passed, F failed" (launch.sh).
  * Usage: sum_bits [--rank-order] */
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algo/tune.h"
 #include "backends/ring/ring.h"
 #include "transport/frame.h"
 #include "transport/shm.h"
@@ -124,6 +125,8 @@ static void wire_pull(shm_plan *s, const shm_offer *offers,
   }
   t->one_host = s->npeers > 0 && s->npeers == s->p->size - 1;
   t->pull_ok = all && t->one_host;
+  if (t->pull_ok && (t->tune = calloc(1, sizeof *t->tune)) != NULL)
+    t->tune->mode = dc_cma_forced() ? DC_TUNE_PULL : DC_TUNE_AUTO;
 }
 
 static dc_status connect_pipes(shm_plan *s) {

@@ -1,0 +1,43 @@
+/* Choosing between single copy and the pipes, by measuring (see tune.h). */
+#include "algo/tune.h"
+
+static dc_tune_class *class_of(dc_tune *t, dc_tune_kind kind, size_t bytes) {
+  int b = 0;
+  while (b < 63 && (bytes >> (b + 1)) != 0)
+    b++;
+  return &t->cls[kind][b];
+}
+
+/* The best of the samples kept; 0 when there are none. */
+static float best(const dc_tune_class *k, int pulled) {
+  unsigned n = k->n[pulled] < DC_TUNE_SAMPLES ? k->n[pulled] : DC_TUNE_SAMPLES;
+  float b = 0;
+  for (unsigned i = 0; i < n; i++)
+    if (b == 0 || k->seconds[pulled][i] < b)
+      b = k->seconds[pulled][i];
+  return b;
+}
+
+int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes) {
+  if (t->mode != DC_TUNE_AUTO)
+    return t->mode == DC_TUNE_PULL;
+  dc_tune_class *k = class_of(t, kind, bytes);
+  unsigned call = k->calls++;
+  if (call < DC_TUNE_EXPLORE)
+    return call % 2 == 0;
+  float pull = best(k, 1), pipes = best(k, 0);
+  int faster;
+  if (pull == 0 || pipes == 0) /* the one with figures; pull if neither */
+    faster = pipes == 0;
+  else
+    faster = pull < pipes;
+  /* now and then the other path again: the machine may have changed */
+  return call % DC_TUNE_RETRY == 0 ? !faster : faster;
+}
+
+void dc_tune_record(dc_tune *t, dc_tune_kind kind, size_t bytes, int pulled,
+                    double seconds) {
+  dc_tune_class *k = class_of(t, kind, bytes);
+  pulled = pulled != 0;
+  k->seconds[pulled][k->n[pulled]++ % DC_TUNE_SAMPLES] = (float)seconds;
+}

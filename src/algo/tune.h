@@ -1,0 +1,59 @@
+/* Choosing between single copy and the pipes, by measuring.
+ *
+ * Whether process_vm_readv (one copy, but the kernel pins every page) beats
+ * two copies through shared-memory pipes (pipelined on two cores) depends
+ * on the machine: where the ranks' cores sit and what pinning costs. The
+ * same build measured 1.3x in favour of single copy on one VM and 2x
+ * against it on another. So each group measures both, per op and size
+ * class, and keeps voting for the faster one.
+ *
+ * Every rank runs the same schedule (it depends only on how many calls of
+ * that op and size class the group has made), so all ranks explore
+ * together; outside exploration each rank votes from its own timings and
+ * single copy is used only when every rank votes for it (algo/pull.c's
+ * first round carries the vote). Both paths give every rank the same bits;
+ * with more than 2 ranks they may sum in a different order, so a forced
+ * choice (DISTCOMM_CMA=0 or 1) is what gives the same bits call after call.
+ *
+ * One tuner per group, used by the thread that runs the group's ops. */
+#ifndef DC_ALGO_TUNE_H
+#define DC_ALGO_TUNE_H
+
+#include <stddef.h>
+
+typedef enum dc_tune_kind {
+  DC_TUNE_ALL_REDUCE,
+  DC_TUNE_ALL_GATHER,
+  DC_TUNE_REDUCE_SCATTER,
+  DC_TUNE_KINDS
+} dc_tune_kind;
+
+typedef enum dc_tune_mode {
+  DC_TUNE_AUTO,   /* measure (the default) */
+  DC_TUNE_PULL,   /* always single copy where it can (DISTCOMM_CMA=1) */
+  DC_TUNE_PIPES   /* never */
+} dc_tune_mode;
+
+#define DC_TUNE_SAMPLES 4    /* the best of the last few: noise only adds */
+#define DC_TUNE_EXPLORE 4    /* first calls of a class alternate the two */
+#define DC_TUNE_RETRY 64     /* then the other one is tried once per this */
+
+typedef struct dc_tune_class {
+  unsigned calls;
+  unsigned n[2];                     /* samples taken, [0] pipes, [1] pull */
+  float seconds[2][DC_TUNE_SAMPLES]; /* per call */
+} dc_tune_class;
+
+typedef struct dc_tune {
+  dc_tune_mode mode;
+  dc_tune_class cls[DC_TUNE_KINDS][64]; /* size class: log2 of the bytes */
+} dc_tune;
+
+/* This rank's vote for the coming call: 1 single copy, 0 pipes. Counts
+ * the call. */
+int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes);
+/* What the call took, by the path it took (pulled: single copy). */
+void dc_tune_record(dc_tune *t, dc_tune_kind kind, size_t bytes, int pulled,
+                    double seconds);
+
+#endif

@@ -1,0 +1,139 @@
+/* Unit tests of the choice between single copy and the pipes
+ * (src/algo/tune.c): the shared exploration schedule, voting for the
+ * faster path, robustness to one noisy sample, following a machine that
+ * changes, and the forced modes of DISTCOMM_CMA. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+
+#include "algo/tune.h"
+
+#define MIB (1u << 20)
+
+static dc_tune *fresh(dc_tune_mode mode) {
+  dc_tune *t = calloc(1, sizeof *t);
+  assert_non_null(t);
+  t->mode = mode;
+  return t;
+}
+
+/* One call as select.c makes it: vote, then record what the path took. */
+static int call(dc_tune *t, dc_tune_kind k, size_t bytes, double pull_s,
+                double pipes_s) {
+  int v = dc_tune_vote(t, k, bytes);
+  dc_tune_record(t, k, bytes, v, v ? pull_s : pipes_s);
+  return v;
+}
+
+static void forced_modes_never_measure(void **state) {
+  (void)state;
+  dc_tune *pull = fresh(DC_TUNE_PULL), *pipes = fresh(DC_TUNE_PIPES);
+  for (int i = 0; i < 200; i++) {
+    assert_int_equal(call(pull, DC_TUNE_ALL_REDUCE, MIB, 9.0, 1.0), 1);
+    assert_int_equal(call(pipes, DC_TUNE_ALL_REDUCE, MIB, 1.0, 9.0), 0);
+  }
+  free(pull);
+  free(pipes);
+}
+
+static void explores_both_first(void **state) {
+  (void)state;
+  dc_tune *t = fresh(DC_TUNE_AUTO);
+  int want[DC_TUNE_EXPLORE] = {1, 0, 1, 0};
+  for (int i = 0; i < DC_TUNE_EXPLORE; i++)
+    assert_int_equal(call(t, DC_TUNE_ALL_GATHER, MIB, 1.0, 2.0), want[i]);
+  free(t);
+}
+
+/* The faster path wins every call, except one retry of the other path
+ * per DC_TUNE_RETRY calls. */
+static void votes_for_the_faster(void **state) {
+  (void)state;
+  for (int pull_wins = 0; pull_wins < 2; pull_wins++) {
+    dc_tune *t = fresh(DC_TUNE_AUTO);
+    double pull = pull_wins ? 1e-4 : 2e-4, pipes = pull_wins ? 2e-4 : 1e-4;
+    int other = 0;
+    for (int i = 0; i < 10 * DC_TUNE_RETRY; i++) {
+      int v = call(t, DC_TUNE_ALL_REDUCE, 3 * MIB, pull, pipes);
+      if (i >= DC_TUNE_EXPLORE)
+        other += v != pull_wins;
+    }
+    assert_int_equal(other, 9); /* calls 64, 128, ... 576 */
+    free(t);
+  }
+}
+
+static void one_slow_sample_does_not_flip(void **state) {
+  (void)state;
+  dc_tune *t = fresh(DC_TUNE_AUTO);
+  for (int i = 0; i < 20; i++)
+    call(t, DC_TUNE_REDUCE_SCATTER, MIB, 1e-4, 2e-4);
+  /* the host stalls once while single copy runs */
+  dc_tune_record(t, DC_TUNE_REDUCE_SCATTER, MIB, 1, 5e-3);
+  for (int i = 0; i < 20; i++)
+    assert_int_equal(call(t, DC_TUNE_REDUCE_SCATTER, MIB, 1e-4, 2e-4), 1);
+  free(t);
+}
+
+/* Single copy becomes slow for good (another placement of the cores):
+ * once its kept samples are all slow, the pipes win. */
+static void follows_a_changed_machine(void **state) {
+  (void)state;
+  dc_tune *t = fresh(DC_TUNE_AUTO);
+  for (int i = 0; i < 20; i++)
+    call(t, DC_TUNE_ALL_REDUCE, MIB, 1e-4, 2e-4);
+  int last = 1;
+  for (int i = 0; i < DC_TUNE_SAMPLES + 2; i++)
+    last = call(t, DC_TUNE_ALL_REDUCE, MIB, 4e-4, 2e-4);
+  assert_int_equal(last, 0);
+  free(t);
+}
+
+/* Sizes are told apart by powers of two, and ops apart. */
+static void classes_are_separate(void **state) {
+  (void)state;
+  dc_tune *t = fresh(DC_TUNE_AUTO);
+  for (int i = 0; i < 20; i++) {
+    call(t, DC_TUNE_ALL_REDUCE, MIB, 1e-4, 2e-4);          /* pull wins */
+    call(t, DC_TUNE_ALL_REDUCE, 64 * MIB, 9e-2, 3e-2);    /* pipes win */
+    call(t, DC_TUNE_ALL_GATHER, MIB, 3e-4, 1e-4);         /* pipes win */
+  }
+  assert_int_equal(dc_tune_vote(t, DC_TUNE_ALL_REDUCE, MIB + 12345), 1);
+  assert_int_equal(dc_tune_vote(t, DC_TUNE_ALL_REDUCE, 64 * MIB), 0);
+  assert_int_equal(dc_tune_vote(t, DC_TUNE_ALL_GATHER, MIB), 0);
+  free(t);
+}
+
+/* A path that never completes (single copy refused every time, e.g.
+ * overlapping buffers) has no figures: the other is chosen, and the
+ * refused one is still offered at the retries. */
+static void a_path_without_figures(void **state) {
+  (void)state;
+  dc_tune *t = fresh(DC_TUNE_AUTO);
+  int offered = 0;
+  for (int i = 0; i < 3 * DC_TUNE_RETRY; i++) {
+    int v = dc_tune_vote(t, DC_TUNE_ALL_GATHER, MIB);
+    offered += v && i >= DC_TUNE_EXPLORE;
+    dc_tune_record(t, DC_TUNE_ALL_GATHER, MIB, 0, 1e-4); /* ran the pipes */
+  }
+  assert_int_equal(offered, 2); /* calls 64 and 128 */
+  free(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(forced_modes_never_measure),
+      cmocka_unit_test(explores_both_first),
+      cmocka_unit_test(votes_for_the_faster),
+      cmocka_unit_test(one_slow_sample_does_not_flip),
+      cmocka_unit_test(follows_a_changed_machine),
+      cmocka_unit_test(classes_are_separate),
+      cmocka_unit_test(a_path_without_figures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
