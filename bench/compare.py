@@ -8,7 +8,9 @@ Every FILE holds rows in run-peers.sh's columns
 (distcomm-perf --peers-format prints them too). A "## name" line starts the
 section of the peer `name` (run-peers.sh output); rows before any such line
 belong to LABEL (default: the file name without extension). The first source
-read is the subject ("distcomm"); the others are its peers.
+read is the subject ("distcomm"); the others are its peers. A source met in
+several files (rounds of one run, taken in turns) counts with the median of
+its times; a WRONG check in any round marks the cell.
 
 For each op and size the table shows every source's bus bandwidth and the
 ratio subject / best peer. The ratio is taken from the times (same bytes and
@@ -55,6 +57,10 @@ def read_file(label, path, data, order, nranks):
             if line.startswith("## "):
                 source = fields[1]
                 continue
+            t = re.search(r"^memcpy .*read\+write traffic ([0-9.]+) GB/s", line)
+            if t:
+                data.setdefault("memcpy-traffic", []).append(float(t.group(1)))
+                continue
             m = re.search(r"nranks=(\d+)", line)
             if line.startswith("#"):
                 if m:
@@ -67,7 +73,35 @@ def read_file(label, path, data, order, nranks):
             if source not in data:
                 data[source] = {}
                 order.append(source)
-            data[source][(op, size)] = (time_us, ok)
+            data[source].setdefault((op, size), []).append((time_us, ok))
+
+
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def median_of_rounds(data):
+    """data[source][key]: a list of (time_us, ok) per round -> one pair."""
+    for cells in data.values():
+        for key, rounds in cells.items():
+            cells[key] = (median(t for t, _ in rounds), all(ok for _, ok in rounds))
+
+
+def print_memory_bound(rates, data, subject):
+    """SPEC.md section 6: the largest all_sum against 4 x size bytes of
+    DRAM traffic at the host's memcpy traffic rate (run-peers.sh memcpy)."""
+    sums = [k for k in data[subject] if k[0] == "allreduce"]
+    if not rates or not sums:
+        return
+    key = max(sums, key=lambda k: k[1])
+    rate = median(rates)
+    bound_ms = 4.0 * key[1] / (rate * 1e9) * 1e3
+    mine_ms = data[subject][key][0] / 1e3
+    print("\n# memory bound: all_sum of %d B takes %.2f ms; 4 x size at the memcpy"
+          " traffic rate %.2f GB/s is %.2f ms: %.0f%% of the bound (goal: 70%%)"
+          % (key[1], mine_ms, rate, bound_ms, 100.0 * bound_ms / mine_ms))
 
 
 def busbw(op, size, time_us, n):
@@ -150,7 +184,10 @@ def main(argv):
     if not order:
         print("compare.py: no rows found", file=sys.stderr)
         return 1
+    rates = data.pop("memcpy-traffic", None)
+    median_of_rounds(data)
     print_table(data, order, nranks)
+    print_memory_bound(rates, data, order[0])
     return 0
 
 
