@@ -1,0 +1,36 @@
+#!/bin/bash
+# bench_compare.sh COMPARE_PY: bench/compare.py on made-up rounds. A side's
+# time is the median of its rounds, the ratio comes from those medians, a
+# WRONG check in any round marks the cell, and the memory-bound line uses
+# the median memcpy traffic rate.
+set -u
+py=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # NAME PATTERN
+  if grep -qE "$2" "$tmp/table"; then echo "ok: $1"; else
+    echo "FAIL: $1 (no /$2/ in:)"; cat "$tmp/table"; fails=$((fails + 1)); fi
+}
+row() { # OP BYTES TIME [CHECK]
+  echo "$1 $2 100 $3 0 0 ${4:-ok}"
+}
+{ row allreduce 1048576 10; row allgather 1024 5; row allreduce 134217728 20000; } >"$tmp/d1"
+{ row allreduce 1048576 30; row allgather 1024 5 WRONG; row allreduce 134217728 20000; } >"$tmp/d2"
+{ row allreduce 1048576 20; row allgather 1024 5; row allreduce 134217728 20000; } >"$tmp/d3"
+for i in 1 2; do
+  { echo "## ompi-shm"; echo "# nranks=2 runs=5"
+    row allreduce 1048576 $((30 + 20 * i)); row allgather 1024 4
+    echo "## memcpy"
+    echo "memcpy   median 1 ms  copy-rate 10 GB/s  (read+write traffic $((10 * i + 10)).00 GB/s)  best 1 GB/s"
+  } >"$tmp/p$i"
+done
+/usr/bin/python3 "$py" distcomm="$tmp/d1" distcomm="$tmp/d2" distcomm="$tmp/d3" \
+  "$tmp/p1" "$tmp/p2" >"$tmp/table" 2>&1 || { echo "FAIL: compare.py exited $?"; cat "$tmp/table"; exit 1; }
+# distcomm 1 MiB: median of 10, 30, 20 = 20; Open MPI: median of 50, 70 = 60
+check "median of rounds and ratio" '^allreduce +1048576 +20\.00 .* ompi-shm +3\.00x +ok'
+check "a WRONG round marks the cell" '^allgather +1024 +5\.00 +[0-9.]+! .* 0\.80x +MISS'
+# traffic median of 20 and 30 = 25 GB/s: 4 x 134217728 B / 25 GB/s = 21.47 ms
+check "memory bound" 'takes 20\.00 ms; .* rate 25\.00 GB/s is 21\.47 ms: 107% of the bound'
+echo "$((3 - fails)) passed, $fails failed"
+[ "$fails" = 0 ]
