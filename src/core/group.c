@@ -172,19 +172,25 @@ dc_status dc_sum_scatter(dc_group *g, const void *s, void *r, size_t n,
   return dc_reduce_scatter(g, s, r, n, t, DC_SUM);
 }
 
+/* What send and recv share: the buffer is named after the call, and the
+ * peer must be another rank. */
+static dc_status p2p_prologue(dc_group *g, const char *name, const void *buf,
+                              size_t count, dc_dtype dtype, int peer,
+                              const char *peer_what) {
+  TRY(dc_enter(g, name));
+  TRY(check_buf(g, buf, name, count, dtype));
+  return check_peer(g, peer, peer_what, 0);
+}
+
 dc_status dc_send(dc_group *g, const void *buf, size_t count, dc_dtype dtype,
                   int dst) {
-  TRY(dc_enter(g, "send"));
-  TRY(check_buf(g, buf, "send", count, dtype));
-  TRY(check_peer(g, dst, "dst", 0));
+  TRY(p2p_prologue(g, "send", buf, count, dtype, dst, "dst"));
   return g->ops->send(g, buf, count, dtype, dst);
 }
 
 dc_status dc_recv(dc_group *g, void *buf, size_t count, dc_dtype dtype,
                   int src) {
-  TRY(dc_enter(g, "recv"));
-  TRY(check_buf(g, buf, "recv", count, dtype));
-  TRY(check_peer(g, src, "src", 0));
+  TRY(p2p_prologue(g, "recv", buf, count, dtype, src, "src"));
   return g->ops->recv(g, buf, count, dtype, src);
 }
 

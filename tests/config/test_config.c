@@ -62,6 +62,39 @@ static void link2(struct dcc_topo *t, int i, int j, const char *tag)
     t->links[t->nlinks++] = l;
 }
 
+/* Adds the links in spec, one word each: the two hosts' 0-based digits, then
+ * an optional interface tag for parallel links, e.g. "01a 01b 12 20". */
+static struct dcc_topo *links(struct dcc_topo *t, const char *spec)
+{
+    while (*spec) {
+        char tag[2] = {spec[2] == ' ' ? '\0' : spec[2], '\0'};
+        link2(t, spec[0] - '0', spec[1] - '0', tag);
+        spec += tag[0] ? 3 : 2;
+        while (*spec == ' ')
+            spec++;
+    }
+    return t;
+}
+
+/* What dcc_ring_find fills, for the ring tests; find() checks its return. */
+struct ring {
+    int order[DCC_MAX_HOSTS], rings, missing[DCC_MAX_HOSTS][2], nm;
+};
+
+static struct ring find(const struct dcc_topo *t, int want)
+{
+    struct ring r = {0};
+    assert_int_equal(dcc_ring_find(t, r.order, &r.rings, r.missing, &r.nm), want);
+    return r;
+}
+
+/* A missing host pair {a, b}, 0-based. */
+static void assert_pair(const int p[2], int a, int b)
+{
+    assert_int_equal(p[0], a);
+    assert_int_equal(p[1], b);
+}
+
 static char *emit(void (*fn)(FILE *, const struct dcc_topo *), const struct dcc_topo *t)
 {
     char *buf = NULL;
@@ -174,97 +207,56 @@ static void test_probe_links(void **state)
 static void test_ring_of_4(void **state)
 {
     (void)state;
-    struct dcc_topo *t = hosts(4);
-    link2(t, 0, 1, "");
-    link2(t, 1, 2, "");
-    link2(t, 2, 3, "");
-    link2(t, 3, 0, "");
-    int order[4], rings = 0, missing[4][2], nm = -1;
-    assert_int_equal(dcc_ring_find(t, order, &rings, missing, &nm), 0);
-    assert_int_equal(rings, 1);
+    struct dcc_topo *t = links(hosts(4), "01 12 23 30");
+    struct ring r = find(t, 0);
+    assert_int_equal(r.rings, 1);
     int want[4] = {0, 1, 2, 3};
-    assert_memory_equal(order, want, sizeof want);
-    assert_int_equal(dcc_mesh_missing(t, missing), 2); /* 1-3 and 2-4 */
-    assert_int_equal(missing[0][0], 0);
-    assert_int_equal(missing[0][1], 2);
-    assert_int_equal(missing[1][0], 1);
-    assert_int_equal(missing[1][1], 3);
+    assert_memory_equal(r.order, want, sizeof want);
+    assert_int_equal(dcc_mesh_missing(t, r.missing), 2); /* 1-3 and 2-4 */
+    assert_pair(r.missing[0], 0, 2);
+    assert_pair(r.missing[1], 1, 3);
 }
 
 /* A ring that is not in host order: 1-3-2-4-1. */
 static void test_ring_reordered(void **state)
 {
     (void)state;
-    struct dcc_topo *t = hosts(4);
-    link2(t, 0, 2, "");
-    link2(t, 2, 1, "");
-    link2(t, 1, 3, "");
-    link2(t, 3, 0, "");
-    int order[4], rings = 0, missing[4][2], nm;
-    assert_int_equal(dcc_ring_find(t, order, &rings, missing, &nm), 0);
+    struct ring r = find(links(hosts(4), "02 21 13 30"), 0);
     int want[4] = {0, 2, 1, 3};
-    assert_memory_equal(order, want, sizeof want);
+    assert_memory_equal(r.order, want, sizeof want);
 }
 
 static void test_ring_broken(void **state)
 {
     (void)state;
-    struct dcc_topo *t = hosts(4);
-    link2(t, 0, 1, "");
-    link2(t, 2, 3, "");
-    link2(t, 3, 0, "");
-    int order[4], rings = 0, missing[4][2], nm = 0;
-    assert_int_equal(dcc_ring_find(t, order, &rings, missing, &nm), -1);
-    assert_int_equal(nm, 1); /* exactly the one cable that is missing */
-    assert_int_equal(missing[0][0], 1);
-    assert_int_equal(missing[0][1], 2);
+    struct ring r = find(links(hosts(4), "01 23 30"), -1);
+    assert_int_equal(r.nm, 1); /* exactly the one cable that is missing */
+    assert_pair(r.missing[0], 1, 2);
 }
 
 static void test_ring_two_missing(void **state)
 {
     (void)state;
-    struct dcc_topo *t = hosts(4);
-    link2(t, 0, 1, "");
-    link2(t, 2, 3, "");
-    int order[4], rings, missing[4][2], nm = 0;
-    assert_int_equal(dcc_ring_find(t, order, &rings, missing, &nm), -1);
-    assert_int_equal(nm, 2);
+    assert_int_equal(find(links(hosts(4), "01 23"), -1).nm, 2);
 }
 
 static void test_parallel_rings(void **state)
 {
     (void)state;
-    struct dcc_topo *t = hosts(2);
-    link2(t, 0, 1, "a");
-    link2(t, 0, 1, "b");
-    int order[2], rings = 0, missing[2][2], nm;
-    assert_int_equal(dcc_ring_find(t, order, &rings, missing, &nm), 0);
-    assert_int_equal(rings, 2);
+    assert_int_equal(find(links(hosts(2), "01a 01b"), 0).rings, 2);
     /* a ring of 3 with one doubled link still has one full ring */
-    t = hosts(3);
-    link2(t, 0, 1, "a");
-    link2(t, 0, 1, "b");
-    link2(t, 1, 2, "");
-    link2(t, 2, 0, "");
-    int order3[3];
-    assert_int_equal(dcc_ring_find(t, order3, &rings, missing, &nm), 0);
-    assert_int_equal(rings, 1);
+    struct dcc_topo *t = links(hosts(3), "01a 01b 12 20");
+    assert_int_equal(find(t, 0).rings, 1);
     /* doubled everywhere: two rings */
-    link2(t, 1, 2, "b");
-    link2(t, 2, 0, "b");
-    assert_int_equal(dcc_ring_find(t, order3, &rings, missing, &nm), 0);
-    assert_int_equal(rings, 2);
+    assert_int_equal(find(links(t, "12b 20b"), 0).rings, 2);
 }
 
 static void test_two_hosts_unlinked(void **state)
 {
     (void)state;
-    struct dcc_topo *t = hosts(2);
-    int order[2], rings, missing[2][2], nm = 0;
-    assert_int_equal(dcc_ring_find(t, order, &rings, missing, &nm), -1);
-    assert_int_equal(nm, 1);
-    assert_int_equal(missing[0][0], 0);
-    assert_int_equal(missing[0][1], 1);
+    struct ring r = find(hosts(2), -1);
+    assert_int_equal(r.nm, 1);
+    assert_pair(r.missing[0], 0, 1);
 }
 
 /* Enough hosts that a plain permutation search would be slow. */
@@ -274,10 +266,9 @@ static void test_ring_of_16(void **state)
     struct dcc_topo *t = hosts(16);
     for (int i = 0; i < 16; i++)
         link2(t, i, (i + 5) % 16, "");
-    int order[16], rings, missing[16][2], nm;
-    assert_int_equal(dcc_ring_find(t, order, &rings, missing, &nm), 0);
+    struct ring r = find(t, 0);
     for (int i = 0; i < 16; i++) {
-        int d = (order[(i + 1) % 16] - order[i] + 16) % 16;
+        int d = (r.order[(i + 1) % 16] - r.order[i] + 16) % 16;
         assert_true(d == 5 || d == 11);
     }
 }
@@ -296,9 +287,7 @@ static void test_subnets(void **state)
     struct dcc_iface *f = &t->hosts[2].ifs[0];
     f->v4[f->nv4++] = (struct dcc_v4){v4("192.168.0.200"), 24};
     f->v4[f->nv4++] = (struct dcc_v4){v4("192.168.2.7"), 32};
-    link2(t, 0, 1, "");
-    link2(t, 1, 2, "");
-    link2(t, 2, 0, "");
+    links(t, "01 12 20");
     /* the last link is set up already: its ends share 172.16.5.0/30 */
     struct dcc_iface *e0 = &t->hosts[2].ifs[t->links[2].a.ifc], *e1 = &t->hosts[0].ifs[t->links[2].b.ifc];
     e0->v4[e0->nv4++] = (struct dcc_v4){v4("172.16.5.2"), 30};
@@ -328,11 +317,7 @@ static void emit_ring_1(FILE *f, const struct dcc_topo *t)
 static void test_emit_ring(void **state)
 {
     (void)state;
-    struct dcc_topo *t = hosts(4);
-    link2(t, 0, 1, "");
-    link2(t, 1, 2, "");
-    link2(t, 2, 3, "");
-    link2(t, 3, 0, "");
+    struct dcc_topo *t = links(hosts(4), "01 12 23 30");
     assert_int_equal(dcc_plan_addresses(t, false), 4);
     char *s = emit(emit_ring_1, t);
     /* each host's address on the link from its left neighbour */
@@ -348,10 +333,7 @@ static void test_emit_ring(void **state)
 static void test_emit_mesh_ethernet_dot(void **state)
 {
     (void)state;
-    struct dcc_topo *t = hosts(3);
-    link2(t, 0, 1, "");
-    link2(t, 0, 2, "");
-    link2(t, 1, 2, "");
+    struct dcc_topo *t = links(hosts(3), "01 02 12");
     snprintf(t->hosts[2].ssh, sizeof t->hosts[2].ssh, "root@\"odd\"");
     char *s = emit(dcc_emit_mesh, t);
     assert_string_equal(s, "[\n"

@@ -54,25 +54,27 @@ expect() {
 }
 
 C="ERR ERR_CONFIG:"
+# bad_hostfile NAME FILE TEXT WORDS [RANK]: rank RANK (default 0) given the
+# hostfile FILE holding TEXT fails with ERR_CONFIG naming WORDS, where "@"
+# stands for the hostfile's path (known only once it is written).
+bad_hostfile() {
+  local f
+  f=$(hf "$2" "$3")
+  expect "$1" 3 "$C" "${4//@/"$f"}" -- MLX_RANK="${5:-0}" MLX_HOSTFILE="$f"
+}
+
 expect "hostfile missing" 3 "$C" "$mp_tmp/nope.json|No such file" -- \
   MLX_RANK=0 MLX_HOSTFILE="$mp_tmp/nope.json"
 expect "hostfile is a folder" 3 "$C" "$mp_tmp" -- \
   MLX_RANK=0 MLX_HOSTFILE="$mp_tmp"
-f=$(hf garbage.txt 'this is [ not json')
-expect "hostfile not JSON" 3 "$C" "$f|JSON" -- MLX_RANK=0 MLX_HOSTFILE="$f"
-f=$(hf empty.txt '')
-expect "hostfile empty" 3 "$C" "$f|empty" -- MLX_RANK=0 MLX_HOSTFILE="$f"
-f=$(hf object.json "{\"hosts\": [\"127.0.0.1:$base\"]}")
-expect "hostfile an object" 3 "$C" "$f|object|list" -- MLX_RANK=0 MLX_HOSTFILE="$f"
-f=$(hf nolist.json "[[\"127.0.0.1:$base\"], 5]")
-expect "hostfile entry not a list" 3 "$C" "$f|entry 1|list" -- MLX_RANK=0 MLX_HOSTFILE="$f"
-f=$(hf number.json "[[\"127.0.0.1:$base\"], [7]]")
-expect "hostfile entry holds a number" 3 "$C" "$f|entry 1|number" -- MLX_RANK=0 MLX_HOSTFILE="$f"
-f=$(hf ragged.json "[[\"127.0.0.1:$base\",\"127.0.0.1:$((base + 2))\"],[\"127.0.0.1:$((base + 1))\"]]")
-expect "hostfile ranks with different address counts" 3 "$C" "$f|entry 1" -- \
-  MLX_RANK=0 MLX_HOSTFILE="$f"
-f=$(hf emptylist.json '[]')
-expect "hostfile empty list" 3 "$C" "$f|empty list" -- MLX_RANK=0 MLX_HOSTFILE="$f"
+bad_hostfile "hostfile not JSON" garbage.txt 'this is [ not json' "@|JSON"
+bad_hostfile "hostfile empty" empty.txt '' "@|empty"
+bad_hostfile "hostfile an object" object.json "{\"hosts\": [\"127.0.0.1:$base\"]}" "@|object|list"
+bad_hostfile "hostfile entry not a list" nolist.json "[[\"127.0.0.1:$base\"], 5]" "@|entry 1|list"
+bad_hostfile "hostfile entry holds a number" number.json "[[\"127.0.0.1:$base\"], [7]]" "@|entry 1|number"
+bad_hostfile "hostfile ranks with different address counts" ragged.json \
+  "[[\"127.0.0.1:$base\",\"127.0.0.1:$((base + 2))\"],[\"127.0.0.1:$((base + 1))\"]]" "@|entry 1"
+bad_hostfile "hostfile empty list" emptylist.json '[]' "@|empty list"
 
 expect "rank out of range" 3 "$C" "MLX_RANK=5|2 ranks" -- MLX_RANK=5 MLX_HOSTFILE="$good2"
 expect "rank equal to size" 3 "$C" "MLX_RANK=2|2 ranks" -- MLX_RANK=2 MLX_HOSTFILE="$good2"
@@ -80,14 +82,10 @@ expect "MLX_RANK not a number" 3 "$C" "MLX_RANK|abc" -- MLX_RANK=abc MLX_HOSTFIL
 expect "MLX_RANK negative" 3 "$C" "MLX_RANK|-1" -- MLX_RANK=-1 MLX_HOSTFILE="$good2"
 expect "MLX_RANK trailing junk" 3 "$C" "MLX_RANK|1x" -- MLX_RANK=1x MLX_HOSTFILE="$good2"
 
-f=$(hf addr1.json "[[\"127.0.0.1:$base\"],[\"not-an-address\"]]")
-expect "address without a port" 3 "$C" "not-an-address" -- MLX_RANK=0 MLX_HOSTFILE="$f"
-f=$(hf addr2.json "[[\"127.0.0.1:$base\"],[\"127.0.0.1:99999\"]]")
-expect "port out of range" 3 "$C" "99999" -- MLX_RANK=0 MLX_HOSTFILE="$f"
-f=$(hf addr3.json "[[\"300.1.2.3:$base\"],[\"127.0.0.1:$((base + 1))\"]]")
-expect "bad IPv4 address" 3 "$C" "300.1.2.3" -- MLX_RANK=1 MLX_HOSTFILE="$f"
-f=$(hf addr4.json "[[\"127.0.0.1:$base\"],[\"127.0.0.1:http\"]]")
-expect "port not a number" 3 "$C" "127.0.0.1:http" -- MLX_RANK=0 MLX_HOSTFILE="$f"
+bad_hostfile "address without a port" addr1.json "[[\"127.0.0.1:$base\"],[\"not-an-address\"]]" "not-an-address"
+bad_hostfile "port out of range" addr2.json "[[\"127.0.0.1:$base\"],[\"127.0.0.1:99999\"]]" "99999"
+bad_hostfile "bad IPv4 address" addr3.json "[[\"300.1.2.3:$base\"],[\"127.0.0.1:$((base + 1))\"]]" "300.1.2.3" 1
+bad_hostfile "port not a number" addr4.json "[[\"127.0.0.1:$base\"],[\"127.0.0.1:http\"]]" "127.0.0.1:http"
 
 expect "strict, nothing configured" 3 "ERR ERR_UNAVAILABLE:" "MLX_RANK|MLX_HOSTFILE" --
 expect "strict, MLX_HOSTFILE missing" 3 "ERR " "MLX_HOSTFILE" -- MLX_RANK=0

@@ -40,19 +40,6 @@ static void put_addr(FILE *f, uint32_t a)
     fprintf(f, "\"%s\"", dcc_v4_str(a, ip));
 }
 
-void dcc_emit_ethernet(FILE *f, const struct dcc_topo *t)
-{
-    fputs("[\n", f);
-    for (int h = 0; h < t->nhosts; h++) {
-        fputs("  {\"ssh\": ", f);
-        put_str(f, t->hosts[h].ssh);
-        fputs(", \"ips\": [", f);
-        put_addr(f, dcc_ethernet_addr(&t->hosts[h], t->nhosts));
-        fprintf(f, "]}%s\n", h + 1 < t->nhosts ? "," : "");
-    }
-    fputs("]\n", f);
-}
-
 /* Host me's address on link k. */
 static uint32_t end_addr(const struct dcc_topo *t, int k, int me)
 {
@@ -99,7 +86,9 @@ static void put_rdma(FILE *f, const struct dcc_topo *t, int h)
     fputs("]", f);
 }
 
-void dcc_emit_mesh(FILE *f, const struct dcc_topo *t)
+/* The ethernet and mesh hostfiles are the same list in host order; the mesh
+ * one adds each host's "rdma" row. */
+static void emit_hosts(FILE *f, const struct dcc_topo *t, bool rdma)
 {
     fputs("[\n", f);
     for (int h = 0; h < t->nhosts; h++) {
@@ -107,11 +96,24 @@ void dcc_emit_mesh(FILE *f, const struct dcc_topo *t)
         put_str(f, t->hosts[h].ssh);
         fputs(", \"ips\": [", f);
         put_addr(f, dcc_ethernet_addr(&t->hosts[h], t->nhosts));
-        fputs("], \"rdma\": ", f);
-        put_rdma(f, t, h);
+        fputs("]", f);
+        if (rdma) {
+            fputs(", \"rdma\": ", f);
+            put_rdma(f, t, h);
+        }
         fprintf(f, "}%s\n", h + 1 < t->nhosts ? "," : "");
     }
     fputs("]\n", f);
+}
+
+void dcc_emit_ethernet(FILE *f, const struct dcc_topo *t)
+{
+    emit_hosts(f, t, false);
+}
+
+void dcc_emit_mesh(FILE *f, const struct dcc_topo *t)
+{
+    emit_hosts(f, t, true);
 }
 
 static void dot_edge(FILE *f, const struct dcc_topo *t, const struct dcc_link *l)
