@@ -21,6 +21,7 @@
 #define MAX_IO (8u << 20)            /* bytes per syscall: keep lanes fair */
 #define SPIN_SECONDS 50e-6
 #define SHM_STEP (64u * 1024u)        /* publish pipe bytes this often */
+#define SHM_SMALL 4096u               /* frames taken from a pipe in one go */
 #define BACKOFF_MIN_US 20             /* sleeping while a same-host peer */
 #define BACKOFF_MAX_US 1000           /* is slow: never 100% CPU forever */
 
@@ -283,18 +284,20 @@ static ssize_t step_payload(dc_comm *c, xstate *s) {
 }
 
 /* A small frame already whole in a pipe: header and payload in one go
- * (one look at the producer's head, one update of our tail). */
+ * (one look at the producer's head, one update of our tail). s->hdr holds
+ * the header we expect (setup): equal bytes need no decoding. */
 static ssize_t small_from_pipe(dc_tcp *t, dc_comm *c, xstate *s,
                                dc_status *st) {
   const unsigned char *at;
   size_t want = DC_FRAME_BYTES + s->x->len;
   if (dc_pipe_peek(s->conn->rx, &at) < want)
     return 0;
-  memcpy(s->hdr, at, DC_FRAME_BYTES);
   s->hdr_done = DC_FRAME_BYTES;
-  *st = check_header(t, c, s);
-  if (*st != DC_OK)
-    return (ssize_t)DC_FRAME_BYTES;
+  if (memcmp(at, s->hdr, DC_FRAME_BYTES) != 0) {
+    memcpy(s->hdr, at, DC_FRAME_BYTES);
+    if ((*st = check_header(t, c, s)) != DC_OK)
+      return (ssize_t)DC_FRAME_BYTES;
+  }
   if (s->x->len)
     memcpy(s->x->buf, at + DC_FRAME_BYTES, s->x->len);
   dc_pipe_consume(s->conn->rx, want);
@@ -332,7 +335,7 @@ static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
   ssize_t r;
   if (k->rx && s->x->len <= DC_MBOX_PAYLOAD)
     return recv_mbox(t, c, s, st);
-  if (k->rx && s->hdr_done == 0 && !s->x->reduce && s->x->len <= 4096) {
+  if (k->rx && s->hdr_done == 0 && !s->x->reduce && s->x->len <= SHM_SMALL) {
     r = small_from_pipe(t, c, s, st);
     if (r != 0)
       return r;
@@ -370,8 +373,10 @@ static dc_status setup(dc_tcp *t, dc_comm *c, dc_xfer *x, int n, xstate *s) {
     for (int j = i - 1; j >= 0 && s[i].prev < 0; j--)
       if (s[j].conn == k && x[j].is_send == x[i].is_send)
         s[i].prev = j;
-    if (x[i].is_send || (k->rx && x[i].len <= DC_MBOX_PAYLOAD)) {
-      dc_frame f = frame_of(c, x[i].len); /* to send, or to compare with */
+    /* to send, or to compare with what arrives (mailbox, small frames) */
+    if (x[i].is_send || (k->rx && (x[i].len <= DC_MBOX_PAYLOAD ||
+                                   (!x[i].reduce && x[i].len <= SHM_SMALL)))) {
+      dc_frame f = frame_of(c, x[i].len);
       dc_frame_encode(&f, s[i].hdr);
     }
   }
