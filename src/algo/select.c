@@ -1,5 +1,6 @@
 /* Which algorithm for which size. Every rank decides from the same
- * (count, dtype, size), so all ranks pick the same one. */
+ * (count, dtype, size), so all ranks pick the same one; only between
+ * single copy and the pipes do they vote, from their timings (pull_or). */
 #include <stdlib.h>
 #include <string.h>
 
