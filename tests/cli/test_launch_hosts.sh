@@ -42,6 +42,7 @@ while [ $# -gt 0 ]; do
 done
 host=$1
 shift
+[ -n "${DCL_SSH_LOG:-}" ] && echo "$host $*" >> "$DCL_SSH_LOG"
 [ "$host" = 127.0.0.9 ] && { echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255; }
 exec sh -c "$*"
 SH
@@ -66,15 +67,36 @@ tok=$(sed -n 's/^T=//p' "$T/o")
 [ ${#tok} -eq 32 ] || fail "no token in the rank: $(cat "$T/o")"
 [ "$(grep -c -- "$tok" "$T/o")" -eq 1 ] || fail "the token shows in ps: $(grep -- "$tok" "$T/o")"
 
-# A failing remote rank is named with its host; the others are stopped.
-launch -n 2 --hosts 127.0.0.2,127.0.0.3 -- sh -c '
+# One ssh per host, however many ranks (sshd drops logins beyond its
+# MaxStartups): 2 hosts x 3 ranks make 2 probes and 2 agents. Each rank's
+# lines come back through its host's agent, tagged with the rank, stdout and
+# stderr apart.
+: > "$T/ssh.log"
+DCL_SSH_LOG="$T/ssh.log" launch --tag-output -n 3 --hosts 127.0.0.2,127.0.0.3 -- \
+    sh -c 'echo "out $MLX_RANK"; echo "err $MLX_RANK" >&2' > "$T/o" 2> "$T/e"
+expect_eq "$?" 0 "2 hosts x 3 ranks"
+expect_eq "$(grep -c -- ' --remote-agent$' "$T/ssh.log")" 2 "agents: $(cat "$T/ssh.log")"
+expect_eq "$(wc -l < "$T/ssh.log")" 4 "ssh invocations: $(cat "$T/ssh.log")"
+expect_eq "$(sort "$T/ssh.log" | cut -d' ' -f1 | uniq -c | tr -s ' ' | tr '\n' ,)" \
+    " 2 127.0.0.2, 2 127.0.0.3," "ssh invocations per host (a probe and an agent)"
+for r in 0 1 2 3 4 5; do
+    grep -qx "\[$r\] out $r" "$T/o" || fail "no stdout line from rank $r: $(cat "$T/o")"
+    grep -qx "\[$r\] err $r" "$T/e" || fail "no stderr line from rank $r: $(cat "$T/e")"
+done
+expect_eq "$(wc -l < "$T/o")" 6 "stdout lines of 6 ranks: $(cat "$T/o")"
+expect_eq "$(wc -l < "$T/e")" 6 "stderr lines of 6 ranks: $(cat "$T/e")"
+
+# A failing rank among others on its host: named with its host; the others
+# there and on the other host are stopped, with what they started.
+launch -n 3 --hosts 127.0.0.2,127.0.0.3 -- sh -c '
     echo $$ > "$0.pid.$MLX_RANK"
-    if [ "$MLX_RANK" = 2 ]; then sleep 0.5; exit 3; fi
-    sleep 60 & echo $! > "$0.child.$MLX_RANK"; wait' "$T/f" 2> "$T/e"
-expect_eq "$?" 3 "status of a failing remote rank"
-grep -q "^distcomm-launch: rank 2 (on host 127.0.0.3) exited with status 3; stopping the other ranks$" "$T/e" ||
+    if [ "$MLX_RANK" = 4 ]; then sleep 0.5; exit 5; fi
+    sleep 60 & echo $! > "$0.child.$MLX_RANK"; wait' "$T/g" 2> "$T/e"
+expect_eq "$?" 5 "status of a failing rank on a 3-rank host"
+grep -q "^distcomm-launch: rank 4 (on host 127.0.0.3) exited with status 5; stopping the other ranks$" "$T/e" ||
     fail "unexpected failure line: $(cat "$T/e")"
-expect_gone "$T"/f.pid.* "$T"/f.child.*
+expect_eq "$(ls "$T"/g.pid.* | wc -l)" 6 "ranks that ran"
+expect_gone "$T"/g.pid.* "$T"/g.child.*
 
 # Checks before anything starts: an unreachable host, a missing command.
 launch --hosts 127.0.0.2,127.0.0.9 -- touch "$T/ran" 2> "$T/e"

@@ -10,6 +10,8 @@
 #   hosts_hide I PATH           # PATH (a directory) is empty for host I's sshd
 #   hosts_down                  # kill everything in the namespaces, delete them
 #
+# HOSTS_SSHD_DEFAULTS=1 before hosts_up keeps sshd's own MaxStartups (10)
+# and MaxSessions (10) instead of this file's generous ones.
 # After hosts_up: HOSTS_N, HOSTS_DIR, HOSTS_ADDR[i], HOSTS_NS[i] and
 # DISTCOMM_SSH (exported) are set. hosts_up installs hosts_down as the EXIT
 # trap (kept in front of an EXIT trap set before it); INT/TERM/HUP exit, so
@@ -74,8 +76,7 @@ UsePAM no
 StrictModes no
 UseDNS no
 PrintMotd no
-MaxStartups 100:30:200
-MaxSessions 100
+$([ -n "${HOSTS_SSHD_DEFAULTS:-}" ] || printf 'MaxStartups 100:30:200\nMaxSessions 100')
 Subsystem sftp internal-sftp
 EOF
 }

@@ -1,11 +1,12 @@
 /* `distcomm-launch --remote-agent`: the launcher's hands on a remote host,
- * started over ssh, one per rank. It reads the rank's setup from stdin
- * (wire.h), writes the hostfile to a private file, starts the rank in its
- * own process group and passes its output back line by line. When the
+ * started over ssh, one per host (one login, however many ranks: sshd's
+ * MaxStartups would drop the rest). It reads the setup from stdin (wire.h),
+ * writes the hostfile to a private file, starts each rank in its own
+ * process group and passes their output and ends back as frames. When the
  * launcher asks (DCL_W_STOP) or goes away (the ssh channel ends) it stops
- * the whole group: SIGTERM, then SIGKILL after a grace period. Whatever the
- * rank left in its group gets SIGTERM when the rank exits and SIGKILL when
- * the agent does: on a remote host nobody would see it, so nothing of the
+ * every group: SIGTERM, then SIGKILL after a grace period. Whatever a rank
+ * left in its group gets SIGTERM when the rank exits and SIGKILL when its
+ * end is reported: on a remote host nobody would see it, so nothing of the
  * job outlives its agent. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,7 +33,8 @@
 struct setup {
     struct dcl_options opts;
     struct dcl_launch_env env;
-    int rank;
+    int *ranks; /* the MLX_RANKs to run here */
+    size_t n_ranks;
     char *strs[8]; /* owned single values: job, token, hostfile, cwd, host */
     char **argv;
     size_t argc;
@@ -63,7 +65,7 @@ static int read_frame(char **payload, size_t *len)
     unsigned char h[DCL_WIRE_HEADER];
     if (read_exact(h, sizeof h) != 0)
         return -1;
-    *len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+    *len = dcl_wire_get32(h + 1);
     if (*len > DCL_WIRE_MAX || (*payload = malloc(*len + 1)) == NULL)
         return -1;
     if (read_exact(*payload, *len) != 0) {
@@ -85,6 +87,16 @@ static int add_word(char ***v, size_t *n, char *s)
     return 0;
 }
 
+static int add_rank(struct setup *s, int rank)
+{
+    int *grown = realloc(s->ranks, (s->n_ranks + 1) * sizeof *grown);
+    if (grown == NULL)
+        return -1;
+    s->ranks = grown;
+    s->ranks[s->n_ranks++] = rank;
+    return 0;
+}
+
 /* Keeps one frame of the setup; returns 1 on DCL_W_GO, 0 to go on, -1. */
 static int take(struct setup *s, int type, char *p)
 {
@@ -102,7 +114,7 @@ static int take(struct setup *s, int type, char *p)
     if (type == DCL_W_ARG)
         return add_word(&s->argv, &s->argc, p);
     if (type == DCL_W_RANK)
-        s->rank = atoi(p);
+        rc = add_rank(s, atoi(p));
     else if (type == DCL_W_SIZE)
         s->opts.nranks = atol(p);
     else if (type == DCL_W_VERBOSE)
@@ -129,12 +141,11 @@ static int read_setup(struct setup *s)
     size_t len;
     while (rc == 0 && (type = read_frame(&p, &len)) >= 0)
         rc = take(s, type, p);
-    if (rc != 1 || s->argc == 0) {
+    if (rc != 1 || s->argc == 0 || s->n_ranks == 0) {
         dcl_error("the launcher's setup was cut short or garbled");
         return 1;
     }
-    snprintf(dcl_where, sizeof dcl_where, "rank %d on %s", s->rank,
-             s->strs[5] ? s->strs[5] : "?");
+    snprintf(dcl_where, sizeof dcl_where, "on %s", s->strs[5] ? s->strs[5] : "?");
     s->env.opts = &s->opts;
     s->env.argv = s->argv;
     s->env.job_id = s->strs[0] ? s->strs[0] : "";
@@ -151,22 +162,87 @@ static int read_setup(struct setup *s)
 
 /* ---- running ------------------------------------------------------------ */
 
-struct agent {
+struct arank {
     struct dcl_rank r;
-    bool eof_sent, termed, link_lost;
+    bool termed;   /* SIGTERM sent: its signal death is no news */
+    bool reported; /* its DCL_W_EXIT went out */
+    int status;    /* what DCL_W_EXIT says */
     int64_t kill_at, drain_until;
 };
 
-static void stop_rank(struct agent *a)
+struct agent {
+    struct arank *ranks;
+    size_t n;
+    bool eof_sent, link_lost;
+};
+
+/* Messages about one rank name it, as the launcher would. */
+static void where_rank(int rank, const char *host)
 {
-    if (a->termed) {
-        (void)kill(-a->r.pid, SIGKILL);
+    snprintf(dcl_where, sizeof dcl_where, "rank %d on %s", rank, host ? host : "?");
+}
+
+/* One frame to the launcher; a dead channel is the launcher gone. */
+static void send_frame(struct agent *a, char type, int rank, const void *data, size_t len)
+{
+    static unsigned char f[DCL_WIRE_HEADER + DCL_WIRE_RANK + DCL_WIRE_CHUNK];
+    f[0] = (unsigned char)type;
+    dcl_wire_put32(f + 1, DCL_WIRE_RANK + len);
+    dcl_wire_put32(f + DCL_WIRE_HEADER, (unsigned long)rank);
+    memcpy(f + DCL_WIRE_HEADER + DCL_WIRE_RANK, data, len); /* len <= DCL_WIRE_CHUNK */
+    if (!a->link_lost && dcl_write_all(1, f, DCL_WIRE_HEADER + DCL_WIRE_RANK + len) != 0)
+        a->link_lost = true;
+}
+
+static void stop_rank(struct arank *k)
+{
+    if (k->termed) {
+        (void)kill(-k->r.pid, SIGKILL);
         return;
     }
-    a->termed = true;
-    a->kill_at = dcl_now_ms() + DCL_GRACE_MS;
-    (void)kill(-a->r.pid, SIGTERM);
-    (void)kill(-a->r.pid, SIGCONT);
+    k->termed = true;
+    k->kill_at = dcl_now_ms() + DCL_GRACE_MS;
+    (void)kill(-k->r.pid, SIGTERM);
+    (void)kill(-k->r.pid, SIGCONT);
+}
+
+static void stop_all(struct agent *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->ranks[i].r.running && !a->ranks[i].termed)
+            stop_rank(&a->ranks[i]);
+}
+
+static struct arank *rank_of(struct agent *a, const unsigned char *payload, size_t len)
+{
+    if (len < DCL_WIRE_RANK)
+        return NULL;
+    unsigned long rank = dcl_wire_get32(payload);
+    for (size_t i = 0; i < a->n; i++)
+        if ((unsigned long)a->ranks[i].r.index == rank)
+            return &a->ranks[i];
+    return NULL;
+}
+
+/* Our stdout or stderr reader went away: so does the rank's (EPIPE there). */
+static void shut_stream(struct agent *a, int type, const unsigned char *payload, size_t len)
+{
+    struct arank *k = rank_of(a, payload, len);
+    if (k != NULL)
+        dcl_stream_finish(type == DCL_W_SHUT_OUT ? &k->r.out : &k->r.err, k->r.index, false);
+}
+
+/* Our stdin goes to every rank, as it does for local ones. */
+static void on_input(struct agent *a, int type, const char *payload, size_t len)
+{
+    if (a->eof_sent)
+        return;
+    a->eof_sent = type == DCL_W_EOF;
+    for (size_t i = 0; i < a->n; i++)
+        if (type == DCL_W_INPUT)
+            dcl_input_push(&a->ranks[i].r, payload, len);
+        else
+            dcl_input_flush(&a->ranks[i].r, true);
 }
 
 /* Handles the complete frames at the front of g_in. */
@@ -175,17 +251,16 @@ static void handle_frames(struct agent *a)
     size_t off = 0;
     while (g_in_len - off >= DCL_WIRE_HEADER) {
         const unsigned char *h = g_in + off;
-        size_t len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+        size_t len = dcl_wire_get32(h + 1);
         if (g_in_len - off - DCL_WIRE_HEADER < len)
             break;
-        const char *payload = (const char *)h + DCL_WIRE_HEADER;
-        if (h[0] == DCL_W_INPUT && !a->eof_sent)
-            dcl_input_push(&a->r, payload, len);
-        else if (h[0] == DCL_W_EOF && !a->eof_sent) {
-            a->eof_sent = true;
-            dcl_input_flush(&a->r, true);
-        } else if (h[0] == DCL_W_STOP && a->r.running)
-            stop_rank(a);
+        const unsigned char *payload = h + DCL_WIRE_HEADER;
+        if (h[0] == DCL_W_INPUT || h[0] == DCL_W_EOF)
+            on_input(a, h[0], (const char *)payload, len);
+        else if (h[0] == DCL_W_STOP)
+            stop_all(a);
+        else if (h[0] == DCL_W_SHUT_OUT || h[0] == DCL_W_SHUT_ERR)
+            shut_stream(a, h[0], payload, len);
         off += DCL_WIRE_HEADER + len;
     }
     memmove(g_in, g_in + off, g_in_len - off);
@@ -207,93 +282,212 @@ static void read_link(struct agent *a)
         return;
     if (n <= 0) {
         a->link_lost = true;
-        if (a->r.running) {
-            dcl_info("the launcher is gone; stopping the rank");
-            stop_rank(a);
-        }
         return;
     }
     g_in_len += (size_t)n;
     handle_frames(a);
 }
 
-static int status_of(const struct agent *a)
+/* Sends what the rank wrote on s; closes s at its end. */
+static void pump(struct agent *a, struct arank *k, struct dcl_stream *s, char type)
 {
-    int st = a->r.wstatus;
+    char buf[DCL_WIRE_CHUNK];
+    ssize_t n;
+    do {
+        n = read(s->fd, buf, sizeof buf);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+    if (n <= 0) {
+        dcl_stream_finish(s, k->r.index, false);
+        return;
+    }
+    send_frame(a, type, k->r.index, buf, (size_t)n);
+}
+
+static int status_of(struct arank *k, const char *host)
+{
+    int st = k->r.wstatus;
     if (WIFEXITED(st))
         return WEXITSTATUS(st);
     int sig = WTERMSIG(st);
-    if (!a->termed)
+    if (!k->termed) {
+        where_rank(k->r.index, host);
         dcl_error("killed by signal %d (%s)", sig, strsignal(sig));
+    }
     return 128 + sig;
 }
 
-static void reap(struct agent *a)
+static void reap(struct arank *k)
 {
-    if (!a->r.running || waitpid(a->r.pid, &a->r.wstatus, WNOHANG) != a->r.pid)
+    if (!k->r.running || waitpid(k->r.pid, &k->r.wstatus, WNOHANG) != k->r.pid)
         return;
-    a->r.running = false;
-    dcl_input_close(&a->r);
+    k->r.running = false;
+    dcl_input_close(&k->r);
     /* What the rank left in its group has no one to answer to here. */
-    (void)kill(-a->r.pid, SIGTERM);
-    a->drain_until = dcl_now_ms() + DCL_DRAIN_MS;
+    (void)kill(-k->r.pid, SIGTERM);
+    k->drain_until = dcl_now_ms() + DCL_DRAIN_MS;
 }
 
-static void poll_once(struct agent *a)
+/* A rank's end goes out after its output (or after the drain time, when
+ * leftovers of its group hold its pipes open). */
+static void report(struct agent *a, struct arank *k, const char *host)
 {
-    struct pollfd p[5] = {{dcl_signals_fd(), POLLIN, 0}};
-    int k = 1;
-    bool queue_full = a->r.inq.len - a->r.inq.off >= DCL_INQ_MAX;
-    if (!a->link_lost) /* a full queue still sees the hang-up (POLLHUP) */
-        p[k++] = (struct pollfd){0, (short)(queue_full ? 0 : POLLIN), 0};
-    if (a->r.out.fd >= 0)
-        p[k++] = (struct pollfd){a->r.out.fd, POLLIN, 0};
-    if (a->r.err.fd >= 0)
-        p[k++] = (struct pollfd){a->r.err.fd, POLLIN, 0};
-    if (a->r.in_fd >= 0 && a->r.inq.len > a->r.inq.off)
-        p[k++] = (struct pollfd){a->r.in_fd, POLLOUT, 0};
-    if (poll(p, (nfds_t)k, 100) <= 0)
+    bool streams = k->r.out.fd >= 0 || k->r.err.fd >= 0;
+    if (k->reported || k->r.running || (streams && dcl_now_ms() < k->drain_until))
         return;
-    for (int i = 1; i < k; i++) {
-        if (p[i].revents == 0)
-            continue;
-        if (p[i].fd == 0 && (!queue_full || (p[i].revents & (POLLHUP | POLLERR))))
-            read_link(a);
-        else if (p[i].fd == a->r.out.fd)
-            dcl_stream_pump(&a->r.out, a->r.index, false);
-        else if (p[i].fd == a->r.err.fd)
-            dcl_stream_pump(&a->r.err, a->r.index, false);
-        else if (p[i].fd == a->r.in_fd)
-            dcl_input_flush(&a->r, a->eof_sent);
+    dcl_stream_finish(&k->r.out, k->r.index, false);
+    dcl_stream_finish(&k->r.err, k->r.index, false);
+    if (k->r.pid > 0) {
+        k->status = status_of(k, host);
+        (void)kill(-k->r.pid, SIGKILL); /* nothing of the job outlives its report */
     }
+    unsigned char st[4];
+    dcl_wire_put32(st, (unsigned long)k->status);
+    send_frame(a, DCL_W_EXIT, k->r.index, st, sizeof st);
+    k->reported = true;
+}
+
+/* What a pollfd entry stands for: the link, a rank's stdout (0), stderr (1)
+ * or stdin (2). */
+struct watch {
+    struct arank *k;
+    int what;
+};
+
+static size_t watch_rank(struct pollfd *p, struct watch *w, size_t n, struct arank *k)
+{
+    if (k->r.out.fd >= 0)
+        p[n] = (struct pollfd){k->r.out.fd, POLLIN, 0}, w[n++] = (struct watch){k, 0};
+    if (k->r.err.fd >= 0)
+        p[n] = (struct pollfd){k->r.err.fd, POLLIN, 0}, w[n++] = (struct watch){k, 1};
+    if (k->r.in_fd >= 0 && k->r.inq.len > k->r.inq.off)
+        p[n] = (struct pollfd){k->r.in_fd, POLLOUT, 0}, w[n++] = (struct watch){k, 2};
+    return n;
+}
+
+/* A rank that does not read its stdin holds up our reading of the link. */
+static bool input_full(const struct agent *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->ranks[i].r.inq.len - a->ranks[i].r.inq.off >= DCL_INQ_MAX)
+            return true;
+    return false;
+}
+
+static void dispatch(struct agent *a, const struct pollfd *p, const struct watch *w, bool full)
+{
+    if (w->k == NULL) {
+        if (!full || (p->revents & (POLLHUP | POLLERR)))
+            read_link(a);
+    } else if (w->what == 0) {
+        pump(a, w->k, &w->k->r.out, DCL_W_OUT);
+    } else if (w->what == 1) {
+        pump(a, w->k, &w->k->r.err, DCL_W_ERR);
+    } else {
+        dcl_input_flush(&w->k->r, a->eof_sent);
+    }
+}
+
+static void poll_once(struct agent *a, struct pollfd *p, struct watch *w)
+{
+    size_t n = 0;
+    bool full = input_full(a);
+    p[n] = (struct pollfd){dcl_signals_fd(), POLLIN, 0}, w[n++] = (struct watch){NULL, -1};
+    if (!a->link_lost) /* a full queue still sees the hang-up (POLLHUP) */
+        p[n] = (struct pollfd){0, (short)(full ? 0 : POLLIN), 0}, w[n++] = (struct watch){NULL, 0};
+    for (size_t i = 0; i < a->n; i++)
+        n = watch_rank(p, w, n, &a->ranks[i]);
+    if (poll(p, (nfds_t)n, 100) <= 0)
+        return;
+    for (size_t i = 1; i < n; i++)
+        if (p[i].revents != 0)
+            dispatch(a, &p[i], &w[i], full);
 }
 
 static void check_signals(struct agent *a)
 {
     int count;
-    if (dcl_signals_drain(&count) != 0 && a->r.running && !a->termed)
-        stop_rank(a); /* sshd or someone there told us to stop */
+    if (dcl_signals_drain(&count) != 0)
+        stop_all(a); /* sshd or someone there told us to stop */
 }
 
-static int supervise(struct agent *a)
+/* Runs until every rank's end has been reported. */
+static void supervise(struct agent *a, const char *host, struct pollfd *p, struct watch *w)
 {
+    bool said = false;
     for (;;) {
         check_signals(a);
-        reap(a);
-        int64_t now = dcl_now_ms();
-        if (a->r.running && a->termed && now >= a->kill_at) {
-            stop_rank(a);
-            a->kill_at = now + DCL_GRACE_MS;
+        if (a->link_lost && !said) {
+            said = true;
+            dcl_info("the launcher is gone; stopping the ranks");
+            stop_all(a);
         }
-        bool streams = a->r.out.fd >= 0 || a->r.err.fd >= 0;
-        if (!a->r.running && (!streams || now >= a->drain_until))
-            break;
-        poll_once(a);
+        bool all_done = true;
+        int64_t now = dcl_now_ms();
+        for (size_t i = 0; i < a->n; i++) {
+            struct arank *k = &a->ranks[i];
+            reap(k);
+            if (k->r.running && k->termed && now >= k->kill_at) {
+                stop_rank(k);
+                k->kill_at = now + DCL_GRACE_MS;
+            }
+            report(a, k, host);
+            all_done &= k->reported;
+        }
+        if (all_done)
+            return;
+        poll_once(a, p, w);
     }
-    dcl_stream_finish(&a->r.out, a->r.index, false);
-    dcl_stream_finish(&a->r.err, a->r.index, false);
-    (void)kill(-a->r.pid, SIGKILL); /* nothing of the job outlives its agent */
-    return status_of(a);
+}
+
+/* Starts every rank; one that cannot start is reported with its status. */
+static void start_all(struct agent *a, struct setup *s)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        struct arank *k = &a->ranks[i];
+        k->r.index = s->ranks[i];
+        where_rank(k->r.index, s->strs[5]);
+        int rc = dcl_spawn_rank(&k->r, &s->env);
+        if (rc != 0) {
+            if (k->r.running) { /* it ran, but we could not keep up with it */
+                (void)kill(-k->r.pid, SIGKILL);
+                (void)waitpid(k->r.pid, NULL, 0);
+            }
+            dcl_input_close(&k->r);
+            k->r.pid = -1;
+            k->r.running = false;
+            k->status = rc;
+        }
+    }
+    snprintf(dcl_where, sizeof dcl_where, "on %s", s->strs[5] ? s->strs[5] : "?");
+}
+
+static int run_ranks(struct setup *s)
+{
+    struct agent a = {.n = s->n_ranks};
+    a.ranks = calloc(a.n, sizeof *a.ranks);
+    struct pollfd *p = calloc(2 + 3 * a.n, sizeof *p);
+    struct watch *w = calloc(2 + 3 * a.n, sizeof *w);
+    if (a.ranks != NULL && p != NULL && w != NULL) {
+        start_all(&a, s);
+        supervise(&a, s->strs[5], p, w);
+    } else {
+        dcl_error("out of memory");
+    }
+    for (size_t i = 0; a.ranks != NULL && i < a.n; i++) {
+        struct arank *k = &a.ranks[i];
+        if (k->r.pid > 0)
+            (void)kill(-k->r.pid, SIGKILL); /* nothing of the job outlives its agent */
+        dcl_input_close(&k->r);
+        dcl_stream_finish(&k->r.out, k->r.index, false);
+        dcl_stream_finish(&k->r.err, k->r.index, false);
+    }
+    int rc = a.ranks != NULL && p != NULL && w != NULL ? 0 : 1;
+    free(a.ranks);
+    free(p);
+    free(w);
+    return rc;
 }
 
 static void free_setup(struct setup *s)
@@ -306,6 +500,7 @@ static void free_setup(struct setup *s)
     for (size_t i = 0; i < s->argc; i++)
         free(s->argv[i]);
     free(s->argv);
+    free(s->ranks);
 }
 
 int dcl_agent_main(void)
@@ -317,20 +512,8 @@ int dcl_agent_main(void)
         return 1;
     }
     int rc = read_setup(&s);
-    struct agent a;
-    memset(&a, 0, sizeof a);
-    a.r.index = s.rank;
-    a.r.pid = -1;
-    a.r.in_fd = a.r.out.fd = a.r.err.fd = -1;
     if (rc == 0)
-        rc = dcl_spawn_rank(&a.r, &s.env);
-    if (rc == 0)
-        rc = supervise(&a);
-    else if (a.r.pid > 0)
-        (void)kill(-a.r.pid, SIGKILL);
-    dcl_input_close(&a.r);
-    dcl_stream_finish(&a.r.out, a.r.index, false);
-    dcl_stream_finish(&a.r.err, a.r.index, false);
+        rc = run_ranks(&s);
     dcl_remove_hostfile();
     free(g_in);
     free_setup(&s);

@@ -92,6 +92,20 @@ void dcl_stream_finish(struct dcl_stream *s, int rank, bool tag)
     s->buf = NULL;
 }
 
+/* Writes the lines that s->len bytes completed; false once our side broke. */
+static bool took(struct dcl_stream *s, int rank, bool tag)
+{
+    emit(s, rank, tag, false);
+    if (g_out_broken[s->out_fd]) {
+        /* Pass the broken pipe on: the rank gets EPIPE/SIGPIPE on its next
+         * write, exactly as if it wrote into "| head" itself. */
+        s->len = 0;
+        dcl_stream_finish(s, rank, tag);
+        return false;
+    }
+    return true;
+}
+
 bool dcl_stream_pump(struct dcl_stream *s, int rank, bool tag)
 {
     if (s->fd < 0)
@@ -107,15 +121,21 @@ bool dcl_stream_pump(struct dcl_stream *s, int rank, bool tag)
         return false;
     }
     s->len += (size_t)n;
-    emit(s, rank, tag, false);
-    if (g_out_broken[s->out_fd]) {
-        /* Pass the broken pipe on: the rank gets EPIPE/SIGPIPE on its next
-         * write, exactly as if it wrote into "| head" itself. */
-        s->len = 0;
-        dcl_stream_finish(s, rank, tag);
-        return false;
+    return took(s, rank, tag);
+}
+
+bool dcl_stream_put(struct dcl_stream *s, int rank, bool tag, const char *data, size_t len)
+{
+    while (s->buf != NULL && len > 0) {
+        size_t n = len < DCL_LINE_MAX - s->len ? len : DCL_LINE_MAX - s->len;
+        memcpy(s->buf + s->len, data, n);
+        s->len += n;
+        data += n;
+        len -= n;
+        if (!took(s, rank, tag))
+            return false;
     }
-    return true;
+    return s->buf != NULL;
 }
 
 void dcl_input_close(struct dcl_rank *r)

@@ -32,10 +32,24 @@ struct dcl_job {
     int stop_signals; /* SIGINT/SIGTERM/SIGHUP seen, to escalate on a second one */
     int64_t term_at, kill_at;
     int64_t drain_until; /* 0 until every rank has exited */
+    /* Remote ranks: one ssh per host runs the agent that runs all of the
+     * host's ranks (one login each, whatever sshd's MaxStartups); those
+     * ranks' streams get their bytes from its frames (link.c). */
+    struct dcl_rank *links; /* the ssh processes */
+    int n_links;
+    int links_started;
+    int *link_of;           /* rank -> its link, -1 for a local rank */
 };
 
 /* Allocates n ranks. Returns 0 or -1 (no memory). */
 int dcl_job_init(struct dcl_job *j, int n, bool tag);
+
+/* Makes room for n_links ssh links (remote.c then fills in each one's host
+ * and ssh_argv, and link_of). Returns 0 or -1 (no memory). */
+int dcl_job_add_links(struct dcl_job *j, int n_links);
+
+/* Rank r has ended (r->wstatus set): a failure stops the job. */
+void dcl_job_rank_exited(struct dcl_job *j, struct dcl_rank *r);
 
 /* Starts every rank. Returns 0, or the exit status after a rank could not be
  * started (the ones already running have been stopped). */

@@ -1,7 +1,7 @@
-/* The launcher's side of remote ranks. Each rank is an ssh process that runs
- * our agent on its host (`distcomm-launch --remote-agent`); the agent gets
- * its setup on ssh's stdin (wire.h), so nothing but that fixed command line
- * shows in `ps` there. Before anything starts, every host is probed once,
+/* The launcher's side of remote ranks. Each host gets one ssh process that
+ * runs our agent there (`distcomm-launch --remote-agent`) for all of the
+ * host's ranks (link.c); the agent gets their setup on ssh's stdin
+ * (wire.h), so nothing but that fixed command line shows in `ps` there. Before anything starts, every host is probed once,
  * all in parallel: reachable, agent installed, command present, ports in use. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -265,45 +265,6 @@ static char *ring_json(const struct dcl_plan *p, const struct dcl_options *o,
     return json;
 }
 
-/* ---- the frames -------------------------------------------------------- */
-
-void dcl_remote_send(struct dcl_rank *r, char type, const void *data, size_t len)
-{
-    unsigned char hdr[DCL_WIRE_HEADER] = {(unsigned char)type, (unsigned char)(len >> 24),
-                                          (unsigned char)(len >> 16),
-                                          (unsigned char)(len >> 8), (unsigned char)len};
-    dcl_input_push(r, (const char *)hdr, sizeof hdr);
-    if (len > 0)
-        dcl_input_push(r, data, len);
-}
-
-static void send_str(struct dcl_rank *r, char type, const char *s)
-{
-    dcl_remote_send(r, type, s, strlen(s));
-}
-
-void dcl_remote_setup(struct dcl_rank *r, const struct dcl_launch_env *e)
-{
-    const struct dcl_options *o = e->opts;
-    char num[32];
-    snprintf(num, sizeof num, "%d", r->index);
-    send_str(r, DCL_W_RANK, num);
-    snprintf(num, sizeof num, "%ld", o->nranks);
-    send_str(r, DCL_W_SIZE, num);
-    send_str(r, DCL_W_HOST, r->host);
-    send_str(r, DCL_W_JOB, e->job_id);
-    send_str(r, DCL_W_TOKEN, e->job_token);
-    send_str(r, DCL_W_HOSTFILE, e->hostfile_json);
-    send_str(r, o->cwd ? DCL_W_CWD : DCL_W_CWD_TRY, e->cwd);
-    for (size_t i = 0; i < o->n_envs; i++)
-        send_str(r, DCL_W_ENV, o->envs[i]);
-    for (char **a = e->argv; *a != NULL; a++)
-        send_str(r, DCL_W_ARG, *a);
-    if (o->verbose)
-        send_str(r, DCL_W_VERBOSE, "1");
-    send_str(r, DCL_W_GO, "");
-}
-
 /* ---- the launch -------------------------------------------------------- */
 
 static size_t unique_hosts(const struct dcl_plan *p, struct host_probe **out)
@@ -344,26 +305,31 @@ static int probe_all(struct host_probe *hs, size_t n, const struct dcl_options *
     return judge(hs, n, o, cmd, cwd);
 }
 
-/* The ssh command of each rank: ssh HOST 'AGENT' --remote-agent. */
+/* One link per host: ssh HOST 'AGENT' --remote-agent, for all its ranks. */
 static int make_argvs(struct dcl_job *j, const struct dcl_plan *p, struct host_probe *hs,
                       size_t n, struct words *argvs)
 {
     for (long r = 0; r < p->nranks; r++) {
-        struct host_probe *hp = probe_of(hs, n, p->ranks[r].ssh);
-        char *qa = quote(hp->agent), *cmd = NULL;
+        j->link_of[r] = (int)(probe_of(hs, n, p->ranks[r].ssh) - hs);
+        j->ranks[r].host = p->ranks[r].ssh;
+    }
+    for (size_t l = 0; l < n; l++) {
+        char *qa = quote(hs[l].agent), *cmd = NULL;
         if (qa == NULL || asprintf(&cmd, "%s --remote-agent", qa) < 0)
             cmd = NULL;
         free(qa);
-        ssh_words(&argvs[r]);
-        words_add(&argvs[r], p->ranks[r].ssh);
-        words_add(&argvs[r], cmd ? cmd : "");
-        if (cmd == NULL || argvs[r].oom) {
-            free(cmd);
-            return -1;
-        }
+        ssh_words(&argvs[l]);
+        words_add(&argvs[l], hs[l].ssh);
+        words_add(&argvs[l], cmd ? cmd : "");
+        bool ok = cmd != NULL && !argvs[l].oom;
         free(cmd);
-        j->ranks[r].host = p->ranks[r].ssh;
-        j->ranks[r].ssh_argv = argvs[r].v;
+        if (!ok)
+            return -1;
+        j->links[l].host = hs[l].ssh;
+        j->links[l].ssh_argv = argvs[l].v;
+        for (long r = p->nranks - 1; r >= 0; r--) /* its messages name its first rank */
+            if (j->link_of[r] == (int)l)
+                j->links[l].index = (int)r;
     }
     return 0;
 }
@@ -373,11 +339,12 @@ static int run_job(const struct dcl_options *o, const struct dcl_plan *p, char *
 {
     char job_id[17], token[33];
     struct dcl_job job;
-    struct words *argvs = calloc((size_t)p->nranks, sizeof *argvs);
+    struct words *argvs = calloc(n, sizeof *argvs);
     struct dcl_launch_env e = {.opts = o, .argv = argv, .hostfile_json = json, .cwd = cwd,
                                .launcher_pid = getpid(), .job_id = job_id,
                                .job_token = token};
-    int rc = argvs == NULL || dcl_job_init(&job, (int)p->nranks, o->tag_output) != 0;
+    int rc = argvs == NULL || dcl_job_init(&job, (int)p->nranks, o->tag_output) != 0 ||
+             dcl_job_add_links(&job, (int)n) != 0;
     if (rc == 0 && make_argvs(&job, p, hs, n, argvs) != 0)
         rc = 1;
     if (rc != 0)
@@ -393,8 +360,8 @@ static int run_job(const struct dcl_options *o, const struct dcl_plan *p, char *
     }
     if (argvs != NULL && job.ranks != NULL)
         dcl_job_free(&job);
-    for (long r = 0; argvs != NULL && r < p->nranks; r++)
-        words_free(&argvs[r]);
+    for (size_t l = 0; argvs != NULL && l < n; l++)
+        words_free(&argvs[l]);
     free(argvs);
     return rc;
 }
