@@ -126,11 +126,16 @@ static dc_status lost(dc_tcp *t, const dc_comm *c, dc_conn *k, int err) {
                  mib(k->op_rx), mib(c->total_bytes));
 }
 
-/* The peer failed first and told us why: adopt its status. */
-static dc_status read_abort(dc_tcp *t, dc_conn *k, const dc_frame *f) {
+/* The peer failed first and told us why: adopt its status. The first
+ * got bytes of its text may already have been read (into *early). */
+static dc_status read_abort(dc_tcp *t, dc_conn *k, const dc_frame *f,
+                            const void *early, size_t got) {
   char text[DC_ABORT_TEXT_MAX + 1] = "";
   size_t n = f->len < DC_ABORT_TEXT_MAX ? f->len : DC_ABORT_TEXT_MAX;
-  dc_sock_read_all(k->fd, text, n, dc_now() + 1.0);
+  got = got < n ? got : n;
+  if (got)
+    memcpy(text, early, got);
+  dc_sock_read_all(k->fd, text + got, n - got, dc_now() + 1.0);
   text[n] = '\0';
   dc_status st = (dc_status)(int32_t)f->aux;
   if (st >= 0 || st < DC_ERR_ABORTED)
@@ -146,8 +151,8 @@ static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
                    "rank %d (%s) sent bytes that are not a distcomm frame "
                    "(the ranks are out of step)",
                    k->peer, k->addr);
-  if (got.kind == DC_FRAME_ABORT)
-    return read_abort(t, k, &got);
+  if (got.kind == DC_FRAME_ABORT) /* its text may have come with the header */
+    return read_abort(t, k, &got, s->x->buf, s->done);
   char diff[256];
   dc_frame_diff(&want, &got, diff, sizeof diff);
   if (diff[0])
@@ -168,6 +173,28 @@ static ssize_t conn_writev(dc_conn *k, struct iovec *iov, int n) {
   if (w < 0)
     return errno == EAGAIN || errno == EINTR ? 0 : -errno;
   return w;
+}
+
+/* A socket frame's header and payload in one recvmsg (one syscall less per
+ * small message): the payload lands in its buffer, which we would write
+ * anyway. Bytes past the header count as payload read. */
+static ssize_t sock_read_frame(xstate *s) {
+  dc_conn *k = s->conn;
+  size_t h = DC_FRAME_BYTES - s->hdr_done, left = s->x->len - s->done;
+  left = left < MAX_IO ? left : MAX_IO;
+  struct iovec iov[2] = {{s->hdr + s->hdr_done, h},
+                         {(char *)s->x->buf + s->done, left}};
+  struct msghdr m = {.msg_iov = iov, .msg_iovlen = left ? 2 : 1};
+  ssize_t r = recvmsg(k->fd, &m, MSG_DONTWAIT);
+  if (r == 0)
+    return -1;
+  if (r < 0)
+    return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+  size_t body = (size_t)r > h ? (size_t)r - h : 0;
+  s->hdr_done += (size_t)r - body;
+  s->done += body;
+  k->op_rx += body;
+  return r;
 }
 
 static ssize_t conn_read(dc_conn *k, void *p, size_t n) {
@@ -340,7 +367,11 @@ static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
     if (r != 0)
       return r;
   }
-  if (s->hdr_done < DC_FRAME_BYTES) {
+  if (s->hdr_done < DC_FRAME_BYTES && !k->rx && !s->x->reduce) {
+    r = sock_read_frame(s);
+    if (r > 0 && s->hdr_done == DC_FRAME_BYTES)
+      *st = check_header(t, c, s);
+  } else if (s->hdr_done < DC_FRAME_BYTES) {
     r = conn_read(k, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
     if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES)
       *st = check_header(t, c, s);
@@ -471,7 +502,7 @@ static dc_status check_control(dc_tcp *t, dc_comm *c, dc_conn *k) {
     return dc_fail(t->g, DC_ERR_MISMATCH,
                    "rank %d (%s) sent unexpected bytes on its control "
                    "connection", k->peer, k->addr);
-  return read_abort(t, k, &f);
+  return read_abort(t, k, &f, NULL, 0);
 }
 
 /* Sleep until a socket is ready, or for *backoff_us when a same-host peer
