@@ -310,9 +310,19 @@ static ssize_t step_payload(dc_comm *c, xstate *s) {
   return r;
 }
 
+/* A header that arrived whole at h: bytes equal to the one expected
+ * (s->hdr, encoded at setup) need no decoding. Returns 1 when it is good. */
+static int header_ok(dc_tcp *t, dc_comm *c, xstate *s, const unsigned char *h,
+                     dc_status *st) {
+  if (memcmp(h, s->hdr, DC_FRAME_BYTES) != 0) {
+    memcpy(s->hdr, h, DC_FRAME_BYTES);
+    *st = check_header(t, c, s);
+  }
+  return *st == DC_OK;
+}
+
 /* A small frame already whole in a pipe: header and payload in one go
- * (one look at the producer's head, one update of our tail). s->hdr holds
- * the header we expect (setup): equal bytes need no decoding. */
+ * (one look at the producer's head, one update of our tail). */
 static ssize_t small_from_pipe(dc_tcp *t, dc_comm *c, xstate *s,
                                dc_status *st) {
   const unsigned char *at;
@@ -320,11 +330,8 @@ static ssize_t small_from_pipe(dc_tcp *t, dc_comm *c, xstate *s,
   if (dc_pipe_peek(s->conn->rx, &at) < want)
     return 0;
   s->hdr_done = DC_FRAME_BYTES;
-  if (memcmp(at, s->hdr, DC_FRAME_BYTES) != 0) {
-    memcpy(s->hdr, at, DC_FRAME_BYTES);
-    if ((*st = check_header(t, c, s)) != DC_OK)
-      return (ssize_t)DC_FRAME_BYTES;
-  }
+  if (!header_ok(t, c, s, at, st))
+    return (ssize_t)DC_FRAME_BYTES;
   if (s->x->len)
     memcpy(s->x->buf, at + DC_FRAME_BYTES, s->x->len);
   dc_pipe_consume(s->conn->rx, want);
@@ -334,17 +341,13 @@ static ssize_t small_from_pipe(dc_tcp *t, dc_comm *c, xstate *s,
   return (ssize_t)want;
 }
 
-/* s->hdr holds the header we expect (setup): equal bytes need no decoding. */
 static ssize_t recv_mbox(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
   dc_conn *k = s->conn;
   const dc_mbox_slot *m = dc_mbox_peek(k->rx, k->mb_got);
   if (!m)
     return 0;
-  if (memcmp(m->hdr, s->hdr, DC_FRAME_BYTES) != 0) {
-    memcpy(s->hdr, m->hdr, DC_FRAME_BYTES);
-    if ((*st = check_header(t, c, s)) != DC_OK)
-      return DC_FRAME_BYTES;
-  }
+  if (!header_ok(t, c, s, m->hdr, st))
+    return DC_FRAME_BYTES;
   if (s->x->reduce)
     reduce_into(c, s, m->data, s->x->len);
   else if (s->x->len)

@@ -384,11 +384,14 @@ static void read_stdin(struct dcl_job *j)
     /* Every rank gets it: a remote one through its host's agent. */
     for (int l = 0; l < j->links_started; l++) /* ssh's stdin stays open: that is the link */
         dcl_remote_send(&j->links[l], n > 0 ? DCL_W_INPUT : DCL_W_EOF, buf, n > 0 ? (size_t)n : 0);
-    for (int i = 0; i < j->started; i++)
-        if (j->ranks[i].host == NULL && n > 0)
+    for (int i = 0; i < j->started; i++) {
+        if (j->ranks[i].host != NULL)
+            continue;
+        if (n > 0)
             dcl_input_push(&j->ranks[i], buf, (size_t)n);
-        else if (j->ranks[i].host == NULL)
+        else
             dcl_input_flush(&j->ranks[i], true);
+    }
     if (n <= 0)
         j->stdin_open = false; /* EOF (or unreadable): passed on as an EOF */
 }
@@ -433,17 +436,22 @@ static void poll_once(struct dcl_job *j)
             dispatch(j, i);
 }
 
+/* A link's stdout carries frames, not text: a cut frame is dropped. */
+static void finish_link_streams(struct dcl_rank *s, int l)
+{
+    s->out.len = 0;
+    dcl_stream_finish(&s->out, l, false);
+    dcl_stream_finish(&s->err, l, false);
+}
+
 static void finish_streams(struct dcl_job *j)
 {
     for (int i = 0; i < j->started; i++) {
         dcl_stream_finish(&j->ranks[i].out, i, j->tag);
         dcl_stream_finish(&j->ranks[i].err, i, j->tag);
     }
-    for (int l = 0; l < j->links_started; l++) {
-        j->links[l].out.len = 0; /* frames, not text */
-        dcl_stream_finish(&j->links[l].out, l, false);
-        dcl_stream_finish(&j->links[l].err, l, false);
-    }
+    for (int l = 0; l < j->links_started; l++)
+        finish_link_streams(&j->links[l], l);
 }
 
 int dcl_job_run(struct dcl_job *j)
@@ -487,9 +495,7 @@ void dcl_job_free(struct dcl_job *j)
             (void)waitpid(s->pid, NULL, 0);
         }
         dcl_input_close(s);
-        s->out.len = 0;
-        dcl_stream_finish(&s->out, l, false);
-        dcl_stream_finish(&s->err, l, false);
+        finish_link_streams(s, l);
     }
     free(j->links);
     free(j->link_of);
