@@ -19,11 +19,11 @@
 #include "core/cjson_load.h"
 
 /* Limits that no real cluster reaches but that keep a corrupt or hostile
- * file from costing gigabytes: 16 MiB of JSON, 64 Ki ranks, 256 addresses
+ * file from costing gigabytes: 16 MiB of JSON, 64 Ki ranks, 64 addresses
  * (parallel connections) per rank, 1 Mi addresses in all. */
 #define HF_MAX_BYTES ((size_t)16 << 20)
 #define HF_MAX_RANKS 65536
-#define HF_MAX_PER_RANK 256
+#define HF_MAX_PER_RANK DC_HOSTFILE_MAX_ADDRS
 #define HF_MAX_TOTAL (1 << 20)
 
 #define ADDR_MAX_TEXT ((int)sizeof(((dc_addr *)0)->text) - 1)

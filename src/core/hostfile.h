@@ -20,6 +20,10 @@ typedef struct dc_addr {
   char text[64];              /* as written: "10.0.0.1:5000", "[::1]:5000" */
 } dc_addr;
 
+/* Addresses per rank: each is a listener that set-up polls and a ring of
+ * its own; past this a hostfile is refused rather than half served. */
+#define DC_HOSTFILE_MAX_ADDRS 64
+
 typedef struct dc_hostfile {
   int nranks;
   int naddrs;      /* addresses per rank (same for every rank) */

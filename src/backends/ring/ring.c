@@ -9,6 +9,8 @@
 #include "backends/ring/ring.h"
 #include "transport/frame.h"
 
+#define P2P_MAX_LANES 64 /* transfers of one send or recv */
+
 static dc_tcp *tcp_of(dc_group *g) { return ((ring_impl *)g->impl)->tcp; }
 
 /* Collectives run one ring per hostfile address: extra sockets per address
@@ -81,15 +83,18 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
   dc_comm c;
   dc_tcp_begin(t, &c, DC_OPC_SEND, count, dtype, DC_SUM, 0, seq);
   size_t es = dc_dtype_size(dtype);
+  /* Both ends cut the message alike: over P2P_MAX_LANES lanes the extra
+   * ones stay idle (every piece must have a transfer, or bytes go missing). */
   int lanes = count * es >= ((size_t)1 << 20) ? t->lanes : 1;
-  dc_xfer x[64];
-  for (int l = 0; l < lanes && l < 64; l++) {
+  lanes = lanes < P2P_MAX_LANES ? lanes : P2P_MAX_LANES;
+  dc_xfer x[P2P_MAX_LANES];
+  for (int l = 0; l < lanes; l++) {
     size_t a = count * (size_t)l / (size_t)lanes;
     size_t b = count * (size_t)(l + 1) / (size_t)lanes;
     x[l] = is_send ? dc_xsend(peer, l, (char *)buf + a * es, (b - a) * es)
                    : dc_xrecv(peer, l, (char *)buf + a * es, (b - a) * es);
   }
-  return done(g, c.run(&c, x, lanes < 64 ? lanes : 64));
+  return done(g, c.run(&c, x, lanes));
 }
 
 static dc_status ring_send(dc_group *g, const void *buf, size_t count,

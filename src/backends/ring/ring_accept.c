@@ -18,7 +18,7 @@
 #define PENDING_MAX 32    /* handshakes in flight */
 #define HELLO_SECONDS 5.0 /* from accept to the last handshake byte */
 #define CROWDED_SECONDS 0.5 /* when all are in flight, older ones give way */
-#define LISTEN_MAX 64
+#define LISTEN_MAX DC_HOSTFILE_MAX_ADDRS /* every address a listener */
 
 typedef struct pending {
   int fd, listener;
@@ -271,7 +271,7 @@ dc_status ring_accept_all(dc_group *g, dc_tcp *t, const ring_plan *p,
     A.q[i].fd = -1;
   for (int q = 0; q < p->size; q++)
     A.want += ring_accepts(p, q) * ring_lanes(p);
-  int nl = p->naddrs < LISTEN_MAX ? p->naddrs : LISTEN_MAX;
+  int nl = p->naddrs; /* at most LISTEN_MAX: the hostfile's limit */
   dc_status st = DC_OK;
   while (A.want > 0 && st == DC_OK) {
     double left = deadline - dc_now();
