@@ -73,6 +73,12 @@ dc_status ring_shm_setup(dc_group *g, dc_tcp *t, const ring_plan *p);
 
 extern const dc_backend_ops dc_ring_ops;
 
+/* Split swaps listening addresses as fixed slots of RING_ADDR_SLOT bytes.
+ * Parse count slots from a peer; a slot without a NUL is refused. */
+#define RING_ADDR_SLOT 64
+dc_status ring_parse_slots(const char *texts, int count, dc_addr *addrs,
+                           char *why, size_t whylen);
+
 
 
 /* Create a connected ring group from a plan whose listeners are open.

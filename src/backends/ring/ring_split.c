@@ -4,13 +4,13 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "backends/ring/ring.h"
 #include "transport/frame.h"
 #include "transport/sock.h"
 
-#define ADDR_TEXT 64
 
 static void port0(dc_addr *a) {
   if (a->sa.ss_family == AF_INET6)
@@ -55,27 +55,39 @@ static dc_status open_listeners(dc_group *g, ring_impl *R, dc_addr *mine,
   return DC_OK;
 }
 
+/* Slots come from peers: each must hold a NUL-terminated address. */
+dc_status ring_parse_slots(const char *texts, int count, dc_addr *addrs,
+                           char *why, size_t whylen) {
+  for (int i = 0; i < count; i++) {
+    const char *slot = texts + (size_t)i * RING_ADDR_SLOT;
+    if (!memchr(slot, '\0', RING_ADDR_SLOT)) {
+      snprintf(why, whylen, "address %d is not terminated within %d bytes",
+               i, RING_ADDR_SLOT);
+      return DC_ERR_MISMATCH;
+    }
+    if (dc_addr_parse(slot, 0, &addrs[i], why, whylen) != DC_OK)
+      return DC_ERR_MISMATCH;
+  }
+  return DC_OK;
+}
+
 static dc_status parse_all(dc_group *g, const char *texts, int count,
                            dc_addr *addrs) {
-  for (int i = 0; i < count; i++) {
-    char why[160];
-    if (dc_addr_parse(texts + (size_t)i * ADDR_TEXT, 0, &addrs[i], why,
-                      sizeof why) != DC_OK)
-      return dc_fail(g, DC_ERR_MISMATCH, "a member sent a bad address: %s",
-                     why);
-  }
+  char why[160];
+  if (ring_parse_slots(texts, count, addrs, why, sizeof why) != DC_OK)
+    return dc_fail(g, DC_ERR_MISMATCH, "a member sent a bad address: %s", why);
   return DC_OK;
 }
 
 static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
                                  int n, int me, uint64_t id, dc_addr *mine,
                                  int *fds, dc_group **out) {
-  size_t block = (size_t)R->naddrs * ADDR_TEXT;
+  size_t block = (size_t)R->naddrs * RING_ADDR_SLOT;
   char *texts = calloc((size_t)n, block);
   dc_addr *addrs = calloc((size_t)n * (size_t)R->naddrs, sizeof *addrs);
   dc_status st = texts && addrs ? DC_OK : dc_fail(g, DC_ERR_NOMEM, "no memory");
   for (int l = 0; st == DC_OK && l < R->naddrs; l++)
-    snprintf(texts + (size_t)me * block + (size_t)l * ADDR_TEXT, ADDR_TEXT,
+    snprintf(texts + (size_t)me * block + (size_t)l * RING_ADDR_SLOT, RING_ADDR_SLOT,
              "%s", mine[l].text);
   if (st == DC_OK)
     st = swap_addrs(g, ranks, n, me, texts, block);
