@@ -112,8 +112,32 @@ dc_status dc_auth_from_token(const char *token, dc_auth *a, char *err,
   return DC_OK;
 }
 
+/* The token is read once, kept as its key, and taken out of the
+ * environment, so the processes a rank starts do not inherit it; later
+ * groups (split, a retried init) use the key kept here. */
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  int read;
+  dc_status st;
+  dc_auth auth;
+  char err[256];
+} env_token;
+
 dc_status dc_auth_from_env(dc_auth *a, char *err, size_t errlen) {
-  return dc_auth_from_token(getenv("DISTCOMM_JOB_TOKEN"), a, err, errlen);
+  pthread_mutex_lock(&env_lock);
+  if (!env_token.read) {
+    env_token.st = dc_auth_from_token(getenv("DISTCOMM_JOB_TOKEN"),
+                                      &env_token.auth, env_token.err,
+                                      sizeof env_token.err);
+    env_token.read = 1;
+    unsetenv("DISTCOMM_JOB_TOKEN");
+  }
+  dc_status st = env_token.st;
+  *a = env_token.auth;
+  if (st != DC_OK)
+    snprintf(err, errlen, "%s", env_token.err);
+  pthread_mutex_unlock(&env_lock);
+  return st;
 }
 
 void dc_auth_nonce(const dc_auth *a, unsigned char out[DC_AUTH_NONCE_BYTES]) {

@@ -41,7 +41,9 @@ typedef struct dc_auth_bind {
 /* Who makes a proof: part of what is MACed, so a proof cannot be reflected. */
 enum dc_auth_dir { DC_AUTH_BY_ACCEPTOR = 1, DC_AUTH_BY_CONNECTOR = 2 };
 
-/* From DISTCOMM_JOB_TOKEN: a->on = 0 when it is unset or empty. Fails with
+/* From DISTCOMM_JOB_TOKEN, read on the first call and then removed from
+ * the environment (its key is kept for later calls): a->on = 0 when it is
+ * unset or empty. Fails with
  * DC_ERR_UNAVAILABLE when the token is set but libsodium cannot be loaded
  * (never a silent fall back to no authentication), DC_ERR_CONFIG when the
  * token is too short. err says which. */

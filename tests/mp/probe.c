@@ -18,6 +18,11 @@
  *   probe invalid
  *       Argument errors on the world group (any size): each must fail
  *       locally with DC_ERR_INVALID and leave the group usable.
+ *   probe token
+ *       Under the launcher (which sets DISTCOMM_JOB_TOKEN): dc_init, then
+ *       the token must be gone from the environment (children inherit it)
+ *       while split groups, which prove it again, still work. "token OK
+ *       rank R" or a "BUG" line and exit 1.
  *   probe occupy PORT SECONDS
  *       Listen on 127.0.0.1:PORT, print "listening PORT", sleep. */
 #define _POSIX_C_SOURCE 200809L
@@ -411,6 +416,36 @@ static int cmd_occupy(int argc, char **argv) {
   return 0;
 }
 
+/* ---- token ------------------------------------------------------------- */
+
+static int cmd_token(void) {
+  dc_group *g = NULL, *sub = NULL;
+  int had = getenv("DISTCOMM_JOB_TOKEN") != NULL;
+  dc_status st = dc_init("any", 1, &g);
+  if (st != DC_OK) {
+    printf("ERR %s: %s\n", dc_status_name(st), dc_last_error());
+    return 3;
+  }
+  int rank = dc_group_rank(g), bad = 0;
+  if (!had)
+    printf("BUG rank %d: no DISTCOMM_JOB_TOKEN to start with\n", rank), bad = 1;
+  if (getenv("DISTCOMM_JOB_TOKEN"))
+    printf("BUG rank %d: DISTCOMM_JOB_TOKEN still in the environment\n", rank),
+        bad = 1;
+  float x = 1.0f;
+  st = dc_group_split(g, 0, -1, &sub);
+  if (st == DC_OK)
+    st = dc_all_sum(sub, &x, &x, 1, DC_FLOAT32);
+  if (st != DC_OK || x != (float)dc_group_size(g))
+    printf("BUG rank %d: split after init: %s (%s), sum %g\n", rank,
+           dc_status_name(st), dc_last_error(), (double)x), bad = 1;
+  dc_group_free(sub);
+  dc_group_free(g);
+  if (!bad)
+    printf("token OK rank %d\n", rank);
+  return bad;
+}
+
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "";
   if (strcmp(cmd, "init") == 0)
@@ -421,8 +456,10 @@ int main(int argc, char **argv) {
     return cmd_mismatch(argc - 2, argv + 2);
   if (strcmp(cmd, "invalid") == 0)
     return cmd_invalid();
+  if (strcmp(cmd, "token") == 0)
+    return cmd_token();
   if (strcmp(cmd, "occupy") == 0)
     return cmd_occupy(argc - 2, argv + 2);
-  fprintf(stderr, "usage: probe init|loop|mismatch|invalid|occupy ...\n");
+  fprintf(stderr, "usage: probe init|loop|mismatch|invalid|token|occupy ...\n");
   return 2;
 }
