@@ -81,8 +81,12 @@ dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
     return DC_ERR_SYSTEM;
   }
   s->owner = 1;
-  if (ftruncate(fd, (off_t)seg_bytes(npipes)) != 0) {
-    snprintf(err, errlen, "ftruncate %s: %s", name, strerror(errno));
+  /* Reserve every page now: a sparse segment on a full tmpfs (a
+   * container's small /dev/shm) would kill us with SIGBUS mid-transfer. */
+  int e = posix_fallocate(fd, 0, (off_t)seg_bytes(npipes));
+  if (e != 0) {
+    snprintf(err, errlen, "reserving %zu bytes for %s: %s", seg_bytes(npipes),
+             name, strerror(e));
     close(fd);
     dc_shm_close(s);
     return DC_ERR_SYSTEM;
