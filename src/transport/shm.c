@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "transport/shm.h"
@@ -56,6 +59,80 @@ ssize_t dc_cma_read(int pid, void *dst, uint64_t src, size_t len) {
   return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
 }
 
+/* ---- names and credentials ------------------------------------------- */
+
+static dc_status random_hex(char *out, size_t nbytes) {
+  unsigned char r[32];
+  if (nbytes > sizeof r || getrandom(r, nbytes, 0) != (ssize_t)nbytes)
+    return DC_ERR_SYSTEM;
+  for (size_t i = 0; i < nbytes; i++)
+    snprintf(out + 2 * i, 3, "%02x", r[i]);
+  return DC_OK;
+}
+
+dc_status dc_shm_new_name(char out[DC_SHM_NAME_BYTES]) {
+  memcpy(out, DC_SHM_PREFIX, sizeof DC_SHM_PREFIX);
+  return random_hex(out + sizeof DC_SHM_PREFIX - 1, 16);
+}
+
+int dc_shm_name_ok(const char *name, size_t cap) {
+  size_t n = strnlen(name, cap), k = sizeof DC_SHM_PREFIX - 1;
+  if (n == cap || n <= k || strncmp(name, DC_SHM_PREFIX, k) != 0)
+    return 0;
+  for (size_t i = k; i < n; i++)
+    if (!(name[i] == '-' || name[i] == '_' || (name[i] >= '0' && name[i] <= '9') ||
+          (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z')))
+      return 0;
+  return 1;
+}
+
+_Static_assert(DC_SHM_NAME_BYTES < sizeof(((struct sockaddr_un *)0)->sun_path),
+               "a name fits an abstract socket address");
+
+static socklen_t abstract_addr(struct sockaddr_un *a, const char *name) {
+  memset(a, 0, sizeof *a);
+  a->sun_family = AF_UNIX;
+  size_t n = strnlen(name, DC_SHM_NAME_BYTES - 1); /* sun_path[0] = 0 */
+  memcpy(a->sun_path + 1, name, n);
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+int dc_cred_listen(char name[DC_SHM_NAME_BYTES]) {
+  struct sockaddr_un a;
+  if (dc_shm_new_name(name) != DC_OK)
+    return -1;
+  socklen_t len = abstract_addr(&a, name);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, len) != 0 ||
+                  listen(fd, 64) != 0)) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0)
+    name[0] = '\0';
+  return fd;
+}
+
+pid_t dc_cred_pid(const char *name, size_t cap) {
+  struct sockaddr_un a;
+  struct ucred cr;
+  socklen_t crlen = sizeof cr;
+  if (!dc_shm_name_ok(name, cap))
+    return -1;
+  socklen_t len = abstract_addr(&a, name);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  pid_t pid = -1;
+  /* A Unix connect completes in the listener's backlog: its credentials
+   * (as of listen()) are there at once, no accept needed. */
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&a, len) == 0 &&
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 &&
+      cr.uid == geteuid())
+    pid = cr.pid;
+  if (fd >= 0)
+    close(fd);
+  return pid;
+}
+
 static size_t seg_bytes(size_t npipes) { return npipes * sizeof(dc_pipe); }
 
 static dc_status map(dc_shm_seg *s, int fd, size_t bytes, char *err,
@@ -100,6 +177,10 @@ dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
 dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,
                         char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
+  if (!dc_shm_name_ok(name, sizeof s->name)) {
+    snprintf(err, errlen, "a segment name that is not distcomm's");
+    return DC_ERR_SYSTEM;
+  }
   snprintf(s->name, sizeof s->name, "%s", name);
   int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
@@ -107,8 +188,13 @@ dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,
     return DC_ERR_SYSTEM;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || (size_t)st.st_size != seg_bytes(npipes)) {
-    snprintf(err, errlen, "%s has the wrong size", name);
+  const char *bad = fstat(fd, &st) != 0              ? "cannot be checked"
+                    : st.st_uid != geteuid()         ? "is owned by another user"
+                    : (st.st_mode & 077) != 0        ? "is open to other users"
+                    : (size_t)st.st_size != seg_bytes(npipes) ? "has the wrong size"
+                                                     : NULL;
+  if (bad) {
+    snprintf(err, errlen, "%s %s", name, bad);
     close(fd);
     return DC_ERR_SYSTEM;
   }

@@ -4,8 +4,7 @@
  *
  * Each rank creates one segment holding its incoming pipes (one per
  * same-host peer and lane), created O_EXCL with mode 0600 (another user
- * cannot attach) under a name made of the job, group, rank and pid (two
- * jobs cannot collide). Peers map it, and it is unlinked as soon as all
+ * cannot attach) under a random name (nobody can guess or squat it). Peers map it, and it is unlinked as soon as all
  * have: a crash after set-up leaves nothing in /dev/shm. A pipe has one
  * producer and one consumer; head and tail live on their own cache lines. */
 #ifndef DC_TRANSPORT_SHM_H
@@ -20,6 +19,8 @@
 #include "distcomm.h"
 
 #define DC_PIPE_BYTES (512u * 1024u) /* a power of two */
+#define DC_SHM_PREFIX "/distcomm-"
+#define DC_SHM_NAME_BYTES 96
 #define DC_MBOX_SLOTS 64u   /* a power of two */
 #define DC_MBOX_HDR 32      /* a frame header (DC_FRAME_BYTES) */
 #define DC_MBOX_PAYLOAD 28  /* what fits beside it in one cache line */
@@ -44,7 +45,7 @@ typedef struct dc_pipe {
 typedef struct dc_shm_seg {
   void *base;
   size_t bytes;
-  char name[96];
+  char name[DC_SHM_NAME_BYTES];
   int owner;    /* created by this process: unlink it */
   int unlinked;
 } dc_shm_seg;
@@ -64,6 +65,23 @@ int dc_cma_forced(void);
 /* process_vm_readv of len bytes at src in process pid (-1, errno). */
 ssize_t dc_cma_read(int pid, void *dst, uint64_t src, size_t len);
 
+/* Segment names: DC_SHM_PREFIX and 128 random bits in hex, so that
+ * another user can neither guess nor squat one. */
+dc_status dc_shm_new_name(char out[DC_SHM_NAME_BYTES]);
+/* name (from a peer: at most cap bytes are looked at) ends within cap and
+ * is DC_SHM_PREFIX then letters, digits, '-' or '_'. */
+int dc_shm_name_ok(const char *name, size_t cap);
+
+/* The pid for single copy comes from the kernel, not from the peer's word:
+ * a rank listens on an abstract Unix socket (name: a fresh segment-style
+ * name, written to name; "" on failure) and its peers read its pid with
+ * SO_PEERCRED. dc_cred_listen returns the fd to close after set-up, or -1;
+ * dc_cred_pid the listener's pid when it runs as our user, or -1. */
+int dc_cred_listen(char name[DC_SHM_NAME_BYTES]);
+pid_t dc_cred_pid(const char *name, size_t cap);
+
+/* Attaching checks the name, and that the segment is ours (owner, no
+ * group or other bits) and of the expected size. */
 dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
                         char *err, size_t errlen);
 dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,

@@ -252,6 +252,85 @@ static void test_other_user_refused(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Names are random (nobody can guess or squat one) and a name from a peer
+ * is checked before use: NUL within the slot, our prefix, plain chars. */
+static void test_names(void **state) {
+  (void)state;
+  char a[DC_SHM_NAME_BYTES], b[DC_SHM_NAME_BYTES];
+  assert_int_equal(dc_shm_new_name(a), DC_OK);
+  assert_int_equal(dc_shm_new_name(b), DC_OK);
+  assert_string_not_equal(a, b);
+  assert_true(strlen(a) == strlen(DC_SHM_PREFIX) + 32);
+  assert_true(dc_shm_name_ok(a, sizeof a));
+  char slot[DC_SHM_NAME_BYTES];
+  memset(slot, 'a', sizeof slot); /* no NUL in the slot */
+  memcpy(slot, DC_SHM_PREFIX, strlen(DC_SHM_PREFIX));
+  assert_false(dc_shm_name_ok(slot, sizeof slot));
+  assert_false(dc_shm_name_ok("/distcomm-../../etc", 96));
+  assert_false(dc_shm_name_ok("/other-name", 96));
+  assert_false(dc_shm_name_ok(DC_SHM_PREFIX, 96));
+  dc_shm_seg seg;
+  char err[160];
+  assert_int_equal(dc_shm_attach(&seg, "/distcomm-a/b", 1, err, sizeof err),
+                   DC_ERR_SYSTEM);
+}
+
+/* A segment that is not ours alone (mode, owner) is refused on attach. */
+static void test_attach_checks_owner_and_mode(void **state) {
+  (void)state;
+  char name[96], err[160];
+  name_for(name, sizeof name, "open");
+  dc_shm_seg a, b;
+  assert_int_equal(dc_shm_create(&a, name, 1, err, sizeof err), DC_OK);
+  char path[128];
+  snprintf(path, sizeof path, "/dev/shm%s", name);
+  assert_int_equal(chmod(path, 0644), 0);
+  assert_int_equal(dc_shm_attach(&b, name, 1, err, sizeof err), DC_ERR_SYSTEM);
+  assert_non_null(strstr(err, "open to other users"));
+  assert_int_equal(chmod(path, 0600), 0);
+  if (geteuid() == 0) { /* giving it away needs root */
+    assert_int_equal(chown(path, 65534, 65534), 0);
+    assert_int_equal(dc_shm_attach(&b, name, 1, err, sizeof err), DC_ERR_SYSTEM);
+    assert_non_null(strstr(err, "owned by another user"));
+    assert_int_equal(chown(path, 0, 0), 0);
+  }
+  assert_int_equal(dc_shm_attach(&b, name, 1, err, sizeof err), DC_OK);
+  dc_shm_close(&b);
+  dc_shm_close(&a);
+}
+
+/* The pid for single copy is the kernel's word: a listener in a child, and
+ * SO_PEERCRED gives us the child's pid. */
+static void test_cred_pid(void **state) {
+  (void)state;
+  int up[2], down[2];
+  assert_int_equal(pipe(up), 0);
+  assert_int_equal(pipe(down), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char name[DC_SHM_NAME_BYTES] = "";
+    int fd = dc_cred_listen(name);
+    ssize_t w = write(up[1], name, sizeof name);
+    char c;
+    ssize_t r = read(down[0], &c, 1); /* hold the listener until told */
+    (void)w, (void)r;
+    close(fd);
+    _exit(fd >= 0 ? 0 : 1);
+  }
+  char name[DC_SHM_NAME_BYTES];
+  assert_int_equal(read(up[0], name, sizeof name), (ssize_t)sizeof name);
+  assert_true(dc_shm_name_ok(name, sizeof name));
+  assert_int_equal(dc_cred_pid(name, sizeof name), pid);
+  assert_int_equal(write(down[1], "x", 1), 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* gone: no pid, whatever anyone says */
+  assert_int_equal(dc_cred_pid(name, sizeof name), -1);
+  close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+}
+
 /* Processes of one host and user agree on the key; DISTCOMM_SHM=0 disables. */
 static void test_host_key_and_switch(void **state) {
   (void)state;
@@ -275,6 +354,9 @@ int main(void) {
       cmocka_unit_test(test_segment_mode_and_exclusive),
       cmocka_unit_test(test_other_user_refused),
       cmocka_unit_test(test_host_key_and_switch),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_attach_checks_owner_and_mode),
+      cmocka_unit_test(test_cred_pid),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,11 +2,14 @@
  * makes one segment of incoming pipes, tells its same-host peers its name
  * over TCP, they map it and say so, and it is unlinked at once.
  *
- * The same offer carries the rank's pid and the address of a word whose
- * value it states: a peer that reads that value with process_vm_readv
- * proves single copy works that way (ptrace rules, containers and seccomp
- * may forbid it). Single copy is used when it works both ways with every
- * peer (DISTCOMM_CMA=0 turns it off). */
+ * The same offer names an abstract Unix socket where the peer learns the
+ * rank's pid from the kernel (SO_PEERCRED, not the rank's word) and the
+ * address of a word whose value it states: a peer that reads that value
+ * with process_vm_readv proves single copy works that way (ptrace rules,
+ * containers and seccomp may forbid it). Single copy is used when it works
+ * both ways with every peer and the pipes are wired (DISTCOMM_CMA=0 turns
+ * it off). Names from peers are checked (NUL within the slot, our prefix),
+ * and so are the segments they name (ours alone, mode 0600). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +20,10 @@
 #include "transport/frame.h"
 #include "transport/shm.h"
 
-#define NAME_BYTES 96
-
 typedef struct shm_offer {
-  char name[NAME_BYTES]; /* empty: no segment */
-  uint64_t pid, probe_at, probe; /* where to read which value */
+  char name[DC_SHM_NAME_BYTES]; /* empty: no segment */
+  char cred[DC_SHM_NAME_BYTES]; /* where the kernel tells our pid */
+  uint64_t probe_at, probe;     /* where to read which value */
 } shm_offer;
 
 enum { OK_PIPES = 1, OK_PULL = 2 }; /* verdict bits, per peer */
@@ -81,11 +83,13 @@ static void wire(shm_plan *s, int i, const dc_shm_seg *mine,
   }
 }
 
-/* Can we read the peer's memory? */
-static int can_pull(const shm_offer *o) {
+/* Can we read the peer's memory? Its pid comes from the kernel. */
+static int can_pull(const shm_offer *o, pid_t *pid) {
   uint64_t got = 0;
-  return dc_cma_enabled() && o->probe_at &&
-         dc_cma_read((int)o->pid, &got, o->probe_at, sizeof got) ==
+  *pid = dc_cma_enabled() && o->probe_at ? dc_cred_pid(o->cred, sizeof o->cred)
+                                         : -1;
+  return *pid > 0 &&
+         dc_cma_read((int)*pid, &got, o->probe_at, sizeof got) ==
              (ssize_t)sizeof got &&
          got == o->probe;
 }
@@ -93,7 +97,7 @@ static int can_pull(const shm_offer *o) {
 /* Map every peer's segment and try reading its memory; ok[i] says what
  * worked with peer i. */
 static void attach_all(shm_plan *s, const shm_offer *offers,
-                       unsigned char *ok) {
+                       unsigned char *ok, pid_t *pids) {
   dc_tcp *t = s->t;
   for (int i = 0; i < s->npeers; i++) {
     char err[160];
@@ -106,7 +110,7 @@ static void attach_all(shm_plan *s, const shm_offer *offers,
     if (!ok[i])
       dc_log(s->g, "shared memory with rank %d unavailable (%s): using TCP",
              s->peers[i], name[0] ? err : "it has none");
-    else if (can_pull(&offers[i]))
+    else if (can_pull(&offers[i], &pids[i]))
       ok[i] |= OK_PULL;
   }
 }
@@ -114,14 +118,15 @@ static void attach_all(shm_plan *s, const shm_offer *offers,
 /* Single copy is offered when every rank is on this host (all ranks know
  * that alike) and this rank reads every peer, which reads it back; the
  * ranks agree before each use (algo/pull.c). */
-static void wire_pull(shm_plan *s, const shm_offer *offers,
-                      const unsigned char *ok) {
+static void wire_pull(shm_plan *s, const pid_t *pids, const unsigned char *ok,
+                      int have_seg) {
   dc_tcp *t = s->t;
-  int all = s->npeers == s->p->size - 1;
+  int all = s->npeers == s->p->size - 1, both = OK_PIPES | OK_PULL;
   for (int i = 0; i < s->npeers; i++) {
-    all &= (ok[i] & OK_PULL) && (ok[s->npeers + i] & OK_PULL);
+    /* only where the pipes are wired too: the peer's bits alone say little */
+    all &= have_seg && ok[i] == both && ok[s->npeers + i] == both;
     for (int l = 0; l < t->lanes; l++)
-      t->conns[s->peers[i] * t->lanes + l].pid = (int)offers[i].pid;
+      t->conns[s->peers[i] * t->lanes + l].pid = (int)pids[i];
   }
   t->one_host = s->npeers > 0 && s->npeers == s->p->size - 1;
   t->pull_ok = all && t->one_host;
@@ -132,35 +137,38 @@ static void wire_pull(shm_plan *s, const shm_offer *offers,
 static dc_status connect_pipes(shm_plan *s) {
   dc_tcp *t = s->t;
   const ring_plan *p = s->p;
-  shm_offer mine = {.pid = (uint64_t)getpid()}, *offers;
+  shm_offer mine = {0}, *offers;
   char *name = mine.name, err[160];
-  probe_word = 0x9E3779B97F4A7C15ull ^ mine.pid; /* the same every time */
+  probe_word = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid(); /* the same every time */
   mine.probe_at = (uint64_t)(uintptr_t)&probe_word;
   mine.probe = probe_word;
-  snprintf(name, NAME_BYTES, "/distcomm-%016llx-%016llx-%d-%ld",
-           (unsigned long long)p->job, (unsigned long long)p->group, p->rank,
-           (long)getpid());
+  int cred = dc_cma_enabled() ? dc_cred_listen(mine.cred) : -1;
   size_t pipes = (size_t)count_local(s, p->rank) * (size_t)t->lanes;
-  if (dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {
-    dc_log(s->g, "no shared memory (%s): using TCP", err);
+  if (dc_shm_new_name(name) != DC_OK ||
+      dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {
+    dc_log(s->g, "no shared memory (%s): using TCP", name[0] ? err : "no name");
     name[0] = '\0';
   }
   offers = calloc((size_t)s->npeers, sizeof *offers);
+  pid_t *pids = calloc((size_t)s->npeers, sizeof *pids);
   unsigned char *ok = calloc((size_t)s->npeers, 2); /* ours, then theirs */
-  dc_status st = offers && ok
+  dc_status st = offers && ok && pids
                      ? swap(s, 0, (char *)&mine, 0, (char *)offers, sizeof mine)
                      : dc_fail(s->g, DC_ERR_NOMEM, "no memory");
   if (st == DC_OK) { /* each peer's verdict on our segment */
-    attach_all(s, offers, ok);
+    attach_all(s, offers, ok, pids);
     st = swap(s, 1, (char *)ok, 1, (char *)ok + s->npeers, 1);
   }
   for (int i = 0; st == DC_OK && i < s->npeers; i++)
     if (name[0] && ok[i] && ok[s->npeers + i])
       wire(s, i, &t->segs[0], &t->segs[1 + i]);
   if (st == DC_OK)
-    wire_pull(s, offers, ok);
+    wire_pull(s, pids, ok, name[0] != '\0');
   dc_shm_unlink(&t->segs[0]); /* mapped by all who could: no name left */
+  if (cred >= 0) /* every peer has read our pid (the verdicts came after) */
+    close(cred);
   free(offers);
+  free(pids);
   free(ok);
   return st;
 }
