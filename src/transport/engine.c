@@ -136,11 +136,12 @@ static dc_status read_abort(dc_tcp *t, dc_conn *k, const dc_frame *f,
   if (got)
     memcpy(text, early, got);
   dc_sock_read_all(k->fd, text + got, n - got, dc_now() + 1.0);
-  text[n] = '\0';
+  char safe[4 * DC_ABORT_TEXT_MAX + 1]; /* the peer's bytes, made printable */
+  dc_escape_text(text, n, safe, sizeof safe);
   dc_status st = (dc_status)(int32_t)f->aux;
   if (st >= 0 || st < DC_ERR_ABORTED)
     st = DC_ERR_PEER_LOST;
-  return dc_fail(t->g, st, "rank %d (%s) failed: %s", k->peer, k->addr, text);
+  return dc_fail(t->g, st, "rank %d (%s) failed: %s", k->peer, k->addr, safe);
 }
 
 static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {

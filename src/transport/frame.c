@@ -222,3 +222,16 @@ dc_status dc_proof_decode(const unsigned char in[DC_PROOF_BYTES],
   memcpy(mac, in + 8, 32);
   return DC_OK;
 }
+
+void dc_escape_text(const char *in, size_t n, char *out, size_t cap) {
+  size_t o = 0;
+  for (size_t i = 0; i < n && o + 5 <= cap; i++) {
+    unsigned char c = (unsigned char)in[i];
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out[o++] = (char)c;
+    else
+      o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+  }
+  if (cap)
+    out[o < cap ? o : cap - 1] = '\0';
+}

@@ -54,6 +54,11 @@ dc_status dc_frame_decode(const unsigned char in[DC_FRAME_BYTES],
 /* "all_sum of 10 float32" style description, for mismatch messages. */
 void dc_frame_describe(const dc_frame *f, char *out, size_t n);
 /* Empty string when got matches want, else what differs. */
+/* A peer's text (an abort's reason) made safe to print: bytes outside
+ * printable ASCII become \xNN, so no terminal escape reaches stderr or a
+ * Python exception. out always ends in a NUL. */
+void dc_escape_text(const char *in, size_t n, char *out, size_t cap);
+
 void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
                    size_t n);
 

@@ -13,6 +13,10 @@
  *                  token, then a proof made without knowing it
  *     squat        the same hello, then silence instead of a proof (holds
  *                  rank 1's slot, up to 30 s, if the rank let it)
+ *     abort-escape a correct hello for JOB as rank 1 lane 0 (a hand-started
+ *                  job has no token), then, once let in, an abort frame
+ *                  whose text holds terminal escape sequences: the rank
+ *                  must report it with the escapes made harmless
  *     closed       expect the port closed (connection refused at once)
  *   JOB is DISTCOMM_JOB_ID (hex), SIZE the world size.
  *
@@ -122,6 +126,18 @@ static void speak(const char *mode, int fd, uint64_t job, uint32_t size) {
     dc_frame_encode(&f, b);
     memset(b + DC_FRAME_BYTES, 0xab, 64);
     send_all(fd, b, DC_FRAME_BYTES + 64);
+  } else if (strcmp(mode, "abort-escape") == 0) {
+    dc_hello h = hello(job, size, 0);
+    dc_hello_encode(&h, b);
+    send_all(fd, b, DC_HELLO_BYTES);
+    static const char text[] = "evil\x1b]0;owned\x07\x1b[2J\r\n\x9b" "31m done";
+    dc_frame f = {.kind = DC_FRAME_ABORT, .len = sizeof text - 1,
+                  .aux = (uint32_t)DC_ERR_PEER_LOST};
+    unsigned char hb[DC_FRAME_BYTES];
+    dc_frame_encode(&f, hb);
+    usleep(300000); /* after the rank's OK */
+    send_all(fd, hb, sizeof hb);
+    send_all(fd, text, sizeof text - 1);
   } else if (strcmp(mode, "wrong-job") == 0 || strcmp(mode, "no-token") == 0 ||
              strcmp(mode, "wrong-token") == 0 || strcmp(mode, "squat") == 0) {
     int token = strcmp(mode, "wrong-token") == 0 || strcmp(mode, "squat") == 0;
