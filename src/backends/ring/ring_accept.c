@@ -175,33 +175,46 @@ static int step(acceptor *A, pending *pd) {
   return pd->have == need ? proof_step(A, pd) : 0;
 }
 
-/* A free slot. When all are in flight, the oldest gives way if it has hung
- * on for a while (a real peer answers in milliseconds); otherwise NULL, and
- * newcomers wait in the listen backlog. */
+/* A free slot. When all are in flight, one that has hung on for a while
+ * gives way (a real peer answers in milliseconds; those that said nothing
+ * go first, then the oldest); otherwise NULL, and newcomers wait in the
+ * listen backlog. Called only when a connection waits, so nobody is
+ * dropped for nothing. */
 static pending *slot(acceptor *A) {
-  pending *old = &A->q[0];
+  pending *old = NULL;
+  double now = dc_now();
   for (int i = 0; i < PENDING_MAX; i++) {
-    if (A->q[i].fd < 0)
-      return &A->q[i];
-    if (A->q[i].since < old->since)
-      old = &A->q[i];
+    pending *pd = &A->q[i];
+    if (pd->fd < 0)
+      return pd;
+    if (now - pd->since < CROWDED_SECONDS)
+      continue;
+    if (!old || (pd->have == 0 && old->have != 0) ||
+        ((pd->have == 0) == (old->have == 0) && pd->since < old->since))
+      old = pd;
   }
-  if (dc_now() - old->since < CROWDED_SECONDS)
+  if (!old)
     return NULL;
   refuse(A, old, "dropped to make room: too many connections at once "
          "without a handshake");
   return old;
 }
 
+static int waiting(int lfd) {
+  struct pollfd p = {.fd = lfd, .events = POLLIN};
+  return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 /* Take the connections waiting on listener l, and read any hello that is
  * already there. */
 static void take(acceptor *A, int l) {
-  for (int n = 0; n < PENDING_MAX; n++) {
+  int lfd = A->p->listen_fds[l];
+  for (int n = 0; n < PENDING_MAX && waiting(lfd); n++) {
     int fd;
     char from[64], err[128];
     pending *pd = slot(A);
-    if (!pd || dc_sock_accept(A->p->listen_fds[l], dc_now(), &fd, from,
-                              sizeof from, err, sizeof err) != DC_OK)
+    if (!pd || dc_sock_accept(lfd, dc_now(), &fd, from, sizeof from, err,
+                              sizeof err) != DC_OK)
       return;
     *pd = (pending){.fd = fd, .listener = l, .since = dc_now()};
     snprintf(pd->from, sizeof pd->from, "%s", from);

@@ -106,12 +106,10 @@ static dc_status handshake(int fd, const ring_plan *p, const dc_auth *auth,
   return st;
 }
 
-static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
-                             const dc_auth *auth, int q, int lane,
-                             double deadline, char *err, size_t errlen) {
+static dc_status dial(dc_group *g, const ring_plan *p, int q, int lane,
+                      double deadline, int *fd, char *err, size_t errlen) {
   const dc_addr *a = ring_addr(p, q, lane);
-  int fd;
-  dc_status st = dc_sock_connect(a, deadline, &fd, err, errlen);
+  dc_status st = dc_sock_connect(a, deadline, fd, err, errlen);
   if (st != DC_OK) {
     int far = p->size > 2 && !ring_neighbours_only(p) &&
               q != (p->rank + 1) % p->size &&
@@ -122,14 +120,39 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
              far ? " (if only ring neighbours are linked, as on a ring of "
                    "direct cables, set DISTCOMM_RING_NEIGHBOURS=1)"
                  : "");
-    return st;
   }
+  return st;
+}
+
+/* An acceptor crowded by strangers may drop our connection before it
+ * answers (ring_accept.c, slot()): dial again a few times, each redial
+ * bounded, so a dead acceptor still fails fast. */
+#define DROP_RETRIES 4
+#define REDIAL_SECONDS 2.0
+
+static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
+                             const dc_auth *auth, int q, int lane,
+                             double deadline, char *err, size_t errlen) {
+  const dc_addr *a = ring_addr(p, q, lane);
   dc_hello reply;
-  st = handshake(fd, p, auth, q, lane, deadline, &reply, err, errlen);
-  if (st != DC_OK) {
+  int fd;
+  dc_status st = dial(g, p, q, lane, deadline, &fd, err, errlen);
+  for (int tries = 1; st == DC_OK; tries++) {
+    st = handshake(fd, p, auth, q, lane, deadline, &reply, err, errlen);
+    if (st == DC_OK)
+      break;
     close(fd);
-    return st;
+    double redial = dc_now() + REDIAL_SECONDS;
+    if (st != DC_ERR_PEER_LOST || tries > DROP_RETRIES || redial > deadline)
+      return st;
+    dc_log(g, "rank %d (%s) dropped connection %d before answering: dialing "
+           "again", q, a->text, lane);
+    char again[256];
+    if (dial(g, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
+      return st; /* the first error says more */
   }
+  if (st != DC_OK)
+    return st;
   dc_conn *k = &t->conns[q * ring_lanes(p) + lane];
   k->fd = fd;
   k->host = reply.host;
