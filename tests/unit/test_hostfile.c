@@ -1,4 +1,4 @@
-/* Unit tests of src/core/hostfile.c and cjson_load.c: MLX's ring hostfile,
+/* Unit tests of src/config/hostfile.c and cjson_load.c: MLX's ring hostfile,
  * "ip:port" addresses and MLX_RANK-style integers. Run it under ASan or
  * valgrind: several cases hand the parser exact-size, non-NUL-terminated
  * buffers to prove it never reads past len. */
@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/cjson_load.h"
-#include "core/hostfile.h"
+#include "config/cjson_load.h"
+#include "config/hostfile.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

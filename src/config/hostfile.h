@@ -1,4 +1,4 @@
-/* MLX's ring hostfile and addresses (src/core/hostfile.c).
+/* MLX's ring hostfile and addresses (src/config/hostfile.c).
  *
  * The hostfile is a JSON list with one entry per rank, each a list of
  * "ip:port" strings (IPv4 "10.0.0.1:5000" or IPv6 "[fe80::1]:5000"):
@@ -6,8 +6,8 @@
  * k addresses per rank mean k parallel connections between neighbours; every
  * rank must list the same number. JSON is parsed by Debian's libcjson,
  * loaded at run time (dlopen), so the library links only libc. */
-#ifndef DC_CORE_HOSTFILE_H
-#define DC_CORE_HOSTFILE_H
+#ifndef DC_CONFIG_HOSTFILE_H
+#define DC_CONFIG_HOSTFILE_H
 
 #include <stddef.h>
 #include <sys/socket.h>

@@ -1,6 +1,6 @@
 /* MLX's ring hostfile, "ip:port" addresses and MLX_RANK-style integers;
  * see hostfile.h. Every error is one line that says what to fix. */
-#include "core/hostfile.h"
+#include "config/hostfile.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "core/cjson_load.h"
+#include "config/cjson_load.h"
 
 /* Limits that no real cluster reaches but that keep a corrupt or hostile
  * file from costing gigabytes: 16 MiB of JSON, 64 Ki ranks, 256 addresses
