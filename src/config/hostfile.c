@@ -470,8 +470,8 @@ void dc_hostfile_free(dc_hostfile *hf) {
 
 /* ---- integers from the environment ------------------------------------ */
 
-dc_status dc_env_int(const char *name, const char *value, long *out,
-                     char *err, size_t errlen) {
+dc_status dc_env_parse_int(const char *name, const char *value, long *out,
+                           char *err, size_t errlen) {
   char q[96];
   long v;
   if (!name) name = "value";

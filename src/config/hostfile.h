@@ -47,7 +47,7 @@ void dc_hostfile_free(dc_hostfile *hf);
 
 /* Parse an environment integer such as MLX_RANK: DC_ERR_CONFIG with
  * "MLX_RANK='abc' is not a non-negative integer" when malformed. */
-dc_status dc_env_int(const char *name, const char *value, long *out,
-                     char *err, size_t errlen);
+dc_status dc_env_parse_int(const char *name, const char *value, long *out,
+                           char *err, size_t errlen);
 
 #endif

@@ -2,6 +2,8 @@
  * auth.h. */
 #include "transport/auth.h"
 
+#include "config/env.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -113,7 +115,7 @@ dc_status dc_auth_from_token(const char *token, dc_auth *a, char *err,
 }
 
 dc_status dc_auth_from_env(dc_auth *a, char *err, size_t errlen) {
-  return dc_auth_from_token(getenv("DISTCOMM_JOB_TOKEN"), a, err, errlen);
+  return dc_auth_from_token(dc_env_str(DC_ENV_JOB_TOKEN), a, err, errlen);
 }
 
 void dc_auth_nonce(const dc_auth *a, unsigned char out[DC_AUTH_NONCE_BYTES]) {

@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   long v;
   if (dc_addr_parse(s, size & 1, &a, err, sizeof err) != DC_OK)
     check_err(err, sizeof err);
-  if (dc_env_int("MLX_RANK", s, &v, err, sizeof err) != DC_OK)
+  if (dc_env_parse_int("MLX_RANK", s, &v, err, sizeof err) != DC_OK)
     check_err(err, sizeof err);
   else if (v < 0)
     abort();
