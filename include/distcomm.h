@@ -56,8 +56,16 @@ extern "C" {
 #define DISTCOMM_VERSION_PATCH 0
 #define DISTCOMM_VERSION_STRING "0.1.0"
 
+/* DC_API marks the public functions: libdistcomm.so is built with
+ * -fvisibility=hidden and exports these and nothing else. */
+#if defined(__GNUC__) || defined(__clang__)
+#define DC_API __attribute__((visibility("default")))
+#else
+#define DC_API
+#endif
+
 /* The run-time version, e.g. "0.1.0"; compare with DISTCOMM_VERSION_STRING. */
-const char *dc_version(void);
+DC_API const char *dc_version(void);
 
 /* ---- status codes ------------------------------------------------------ */
 
@@ -84,9 +92,9 @@ typedef enum dc_status {
 } dc_status;
 
 /* Fixed text for a status; never NULL ("unknown status" for other values). */
-const char *dc_strerror(dc_status status);
+DC_API const char *dc_strerror(dc_status status);
 /* The enumerator's name without prefix, e.g. "ERR_PEER_LOST". */
-const char *dc_status_name(dc_status status);
+DC_API const char *dc_status_name(dc_status status);
 
 /* ---- data types and reductions ---------------------------------------- */
 
@@ -117,17 +125,17 @@ typedef enum dc_op {
 } dc_op;
 
 /* Bytes per element; 0 for an invalid dtype. */
-size_t dc_dtype_size(dc_dtype dtype);
+DC_API size_t dc_dtype_size(dc_dtype dtype);
 /* "float32", "bfloat16", ...; "invalid" for an invalid dtype. */
-const char *dc_dtype_name(dc_dtype dtype);
+DC_API const char *dc_dtype_name(dc_dtype dtype);
 /* "sum", "max", "min", "prod"; "invalid" otherwise. */
-const char *dc_op_name(dc_op op);
+DC_API const char *dc_op_name(dc_op op);
 
 /* inout[i] = inout[i] op in[i] for i < count. Thread-safe, vectorised.
  * DC_ERR_NOT_SUPPORTED for max/min of complex64, DC_ERR_INVALID for a bad
  * dtype/op or a NULL buffer with count > 0. */
-dc_status dc_reduce_local(void *inout, const void *in, size_t count,
-                          dc_dtype dtype, dc_op op);
+DC_API dc_status dc_reduce_local(void *inout, const void *in, size_t count,
+                                 dc_dtype dtype, dc_op op);
 
 /* ---- groups ------------------------------------------------------------ */
 
@@ -143,32 +151,32 @@ typedef struct dc_group dc_group;
  * Configuration (exactly MLX's): MLX_RANK, MLX_HOSTFILE, MLX_RING_VERBOSE;
  * DISTCOMM_TIMEOUT (seconds) sets the default timeout.
  * Repeated calls return the same world group (one more reference). */
-dc_status dc_init(const char *backend, int strict, dc_group **group);
+DC_API dc_status dc_init(const char *backend, int strict, dc_group **group);
 
 /* Detail of the last failed dc_init() in this thread (there is no group to
  * hold it yet); "" when none. */
-const char *dc_last_error(void);
+DC_API const char *dc_last_error(void);
 
-int dc_group_rank(const dc_group *group);
-int dc_group_size(const dc_group *group);
+DC_API int dc_group_rank(const dc_group *group);
+DC_API int dc_group_size(const dc_group *group);
 /* "ring", "singleton", ... */
-const char *dc_group_backend(const dc_group *group);
+DC_API const char *dc_group_backend(const dc_group *group);
 
 /* Detail of the last failure on this group, e.g.
  * "all_sum: rank 2 (10.0.0.3:5001) closed the connection after 12.5 MiB of
  * 64 MiB"; "" when none. Valid until the next call on the group. */
-const char *dc_group_last_error(const dc_group *group);
+DC_API const char *dc_group_last_error(const dc_group *group);
 
 /* Per-group timeout in seconds (> 0): how long a wait may see no progress. */
-dc_status dc_group_set_timeout(dc_group *group, double seconds);
+DC_API dc_status dc_group_set_timeout(dc_group *group, double seconds);
 
 /* A function the library calls while a collective waits (at least every
  * 100 ms): returning non-zero abandons the wait with DC_ERR_INTERRUPTED and
  * poisons the group (its streams are out of step). Used by the Python
  * module so that Ctrl-C interrupts a long wait. fn NULL removes it. */
 typedef int (*dc_interrupt_fn)(void *arg);
-dc_status dc_group_set_interrupt(dc_group *group, dc_interrupt_fn fn,
-                                 void *arg);
+DC_API dc_status dc_group_set_interrupt(dc_group *group, dc_interrupt_fn fn,
+                                        void *arg);
 
 /* Split into subgroups: ranks with the same color form a group, ordered by
  * key (ties, and key < 0, keep the parent's order). A collective over the
@@ -176,54 +184,56 @@ dc_status dc_group_set_interrupt(dc_group *group, dc_interrupt_fn fn,
  * *out is NULL. The new group has its own connections, so subgroups run
  * collectives side by side. */
 #define DC_UNDEFINED (-1)
-dc_status dc_group_split(dc_group *group, int color, int key, dc_group **out);
+DC_API dc_status dc_group_split(dc_group *group, int color, int key,
+                                dc_group **out);
 
 /* Drop a reference; the last one closes the group's connections and frees
  * it. NULL is a no-op. Never blocks for longer than the group's timeout. */
-void dc_group_free(dc_group *group);
+DC_API void dc_group_free(dc_group *group);
 
 /* ---- collectives ------------------------------------------------------- */
 
 /* recv[i] = op over ranks of send[i], for i < count. */
-dc_status dc_all_reduce(dc_group *group, const void *send, void *recv,
-                        size_t count, dc_dtype dtype, dc_op op);
-dc_status dc_all_sum(dc_group *group, const void *send, void *recv,
-                     size_t count, dc_dtype dtype);
-dc_status dc_all_max(dc_group *group, const void *send, void *recv,
-                     size_t count, dc_dtype dtype);
-dc_status dc_all_min(dc_group *group, const void *send, void *recv,
-                     size_t count, dc_dtype dtype);
+DC_API dc_status dc_all_reduce(dc_group *group, const void *send, void *recv,
+                               size_t count, dc_dtype dtype, dc_op op);
+DC_API dc_status dc_all_sum(dc_group *group, const void *send, void *recv,
+                            size_t count, dc_dtype dtype);
+DC_API dc_status dc_all_max(dc_group *group, const void *send, void *recv,
+                            size_t count, dc_dtype dtype);
+DC_API dc_status dc_all_min(dc_group *group, const void *send, void *recv,
+                            size_t count, dc_dtype dtype);
 
 /* recv holds size * count elements, rank-major: rank r's send lands at
  * recv + r * count. */
-dc_status dc_all_gather(dc_group *group, const void *send, void *recv,
-                        size_t count, dc_dtype dtype);
+DC_API dc_status dc_all_gather(dc_group *group, const void *send, void *recv,
+                               size_t count, dc_dtype dtype);
 
 /* MLX's sum_scatter generalised: send holds size * count elements; rank r
  * receives op over ranks of send[r*count .. (r+1)*count). */
-dc_status dc_reduce_scatter(dc_group *group, const void *send, void *recv,
-                            size_t count, dc_dtype dtype, dc_op op);
-dc_status dc_sum_scatter(dc_group *group, const void *send, void *recv,
-                         size_t count, dc_dtype dtype);
+DC_API dc_status dc_reduce_scatter(dc_group *group, const void *send,
+                                   void *recv, size_t count, dc_dtype dtype,
+                                   dc_op op);
+DC_API dc_status dc_sum_scatter(dc_group *group, const void *send, void *recv,
+                                size_t count, dc_dtype dtype);
 
 /* Point to point between any two ranks of the group. The receiver must ask
  * for the same count and dtype (checked: DC_ERR_MISMATCH). */
-dc_status dc_send(dc_group *group, const void *buf, size_t count,
-                  dc_dtype dtype, int dst);
-dc_status dc_recv(dc_group *group, void *buf, size_t count, dc_dtype dtype,
-                  int src);
+DC_API dc_status dc_send(dc_group *group, const void *buf, size_t count,
+                         dc_dtype dtype, int dst);
+DC_API dc_status dc_recv(dc_group *group, void *buf, size_t count,
+                         dc_dtype dtype, int src);
 
 /* buf on root is copied into buf on every other rank. */
-dc_status dc_broadcast(dc_group *group, void *buf, size_t count,
-                       dc_dtype dtype, int root);
+DC_API dc_status dc_broadcast(dc_group *group, void *buf, size_t count,
+                              dc_dtype dtype, int root);
 
 /* Returns once every rank of the group has entered it. */
-dc_status dc_barrier(dc_group *group);
+DC_API dc_status dc_barrier(dc_group *group);
 
 /* Collectives issued on this group so far (every all_reduce, all_gather,
  * reduce_scatter, broadcast, barrier and split counts one; send/recv do
  * not). Lets tests and tools count the reductions a helper made. */
-unsigned long long dc_group_collectives(const dc_group *group);
+DC_API unsigned long long dc_group_collectives(const dc_group *group);
 
 /* ---- training helpers (MLX's mlx.nn.average_gradients and friends) ----- */
 
@@ -244,16 +254,16 @@ typedef struct dc_tensor {
  * buckets. Integer tensors are divided with truncation. n == 0 is a no-op;
  * a tensor with count 0 may have data NULL. A group of size 1 returns at
  * once. Every rank must pass the same list of (count, dtype). */
-dc_status dc_average_gradients(dc_group *group, dc_tensor *tensors, size_t n,
-                               long long all_reduce_size);
+DC_API dc_status dc_average_gradients(dc_group *group, dc_tensor *tensors,
+                                      size_t n, long long all_reduce_size);
 
 /* Clip gradients whose shards live on different ranks: the global norm is
  * sqrt(all_sum of each rank's sum of squares); every tensor is scaled by
  * min(max_norm / (norm + 1e-6), 1). Floating dtypes only. The global norm
  * before clipping is written to *total_norm when it is not NULL. */
-dc_status dc_clip_grad_norm_sharded(dc_group *group, dc_tensor *tensors,
-                                    size_t n, double max_norm,
-                                    double *total_norm);
+DC_API dc_status dc_clip_grad_norm_sharded(dc_group *group, dc_tensor *tensors,
+                                           size_t n, double max_norm,
+                                           double *total_norm);
 
 #ifdef __cplusplus
 }

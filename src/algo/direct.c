@@ -6,7 +6,7 @@
 
 #include "algo/algo.h"
 #include "core/group.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 
 /* Exchange with every peer: send sendbuf(q) to q, receive from q into
  * recvbuf(q). Returns the batch status. */

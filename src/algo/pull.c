@@ -16,7 +16,7 @@
 #include "algo/algo.h"
 #include "algo/geometry.h"
 #include "core/group.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 
 /* Pulled and reduced piece by piece, so the piece stays in L1/L2. */
 #define PIECE_BYTES (64u * 1024u)

@@ -1,7 +1,6 @@
 /* Status texts, per-group failure detail and logging. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
 #include "core/group.h"
@@ -84,11 +83,6 @@ dc_status dc_init_fail(dc_status st, const char *fmt, ...) {
   return st;
 }
 
-int dc_env_verbose(void) {
-  const char *a = getenv("MLX_RING_VERBOSE"), *b = getenv("DISTCOMM_VERBOSE");
-  return (a && *a && *a != '0') || (b && *b && *b != '0');
-}
-
 void dc_log(const dc_group *g, const char *fmt, ...) {
   if (g ? !g->verbose : !dc_env_verbose())
     return;
@@ -104,13 +98,4 @@ double dc_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-double dc_default_timeout(void) {
-  const char *s = getenv("DISTCOMM_TIMEOUT");
-  char *end = NULL;
-  double t = s ? strtod(s, &end) : 0;
-  if (!s || end == s || *end != '\0' || !(t > 0))
-    return 300.0;
-  return t;
 }

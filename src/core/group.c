@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/group.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 
 dc_group *dc_group_new(const dc_backend_ops *ops, void *impl, int rank,
                        int size, uint64_t id) {

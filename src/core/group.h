@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/env.h" /* dc_env_verbose, dc_default_timeout */
 #include "distcomm.h"
 
 typedef struct dc_backend_ops {
@@ -86,14 +87,8 @@ dc_status dc_init_fail(dc_status st, const char *fmt, ...)
 void dc_log(const dc_group *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* MLX_RING_VERBOSE or DISTCOMM_VERBOSE set to a non-zero value. */
-int dc_env_verbose(void);
-
 /* Monotonic clock in seconds. */
 double dc_now(void);
-
-/* Default timeout: DISTCOMM_TIMEOUT or 300 s. */
-double dc_default_timeout(void);
 
 /* Backends. */
 extern const dc_backend_ops dc_single_ops;

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "core/group.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 
 static const char op_name[] = "average_gradients";
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "core/group.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 
 static const char op_name[] = "clip_grad_norm_sharded";
 

@@ -2,6 +2,8 @@
  * auth.h. */
 #include "transport/auth.h"
 
+#include "config/env.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -126,11 +128,11 @@ static struct {
 dc_status dc_auth_from_env(dc_auth *a, char *err, size_t errlen) {
   pthread_mutex_lock(&env_lock);
   if (!env_token.read) {
-    env_token.st = dc_auth_from_token(getenv("DISTCOMM_JOB_TOKEN"),
+    env_token.st = dc_auth_from_token(dc_env_str(DC_ENV_JOB_TOKEN),
                                       &env_token.auth, env_token.err,
                                       sizeof env_token.err);
     env_token.read = 1;
-    unsetenv("DISTCOMM_JOB_TOKEN");
+    unsetenv(dc_env_info(DC_ENV_JOB_TOKEN)->name);
   }
   dc_status st = env_token.st;
   *a = env_token.auth;

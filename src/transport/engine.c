@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/group.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 #include "transport/engine.h"
 #include "transport/frame.h"
 #include "transport/shm.h"

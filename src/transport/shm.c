@@ -13,6 +13,8 @@
 
 #include "transport/shm.h"
 
+#include "config/env.h"
+
 #define MASK ((uint64_t)DC_PIPE_BYTES - 1)
 
 static uint64_t mix(uint64_t h, const void *p, size_t n) {
@@ -40,18 +42,15 @@ uint64_t dc_host_key(void) {
 }
 
 int dc_shm_enabled(void) {
-  const char *s = getenv("DISTCOMM_SHM");
-  return !(s && strcmp(s, "0") == 0);
+  return dc_env_flag(DC_ENV_SHM);
 }
 
 int dc_cma_enabled(void) {
-  const char *s = getenv("DISTCOMM_CMA");
-  return !(s && strcmp(s, "0") == 0);
+  return dc_env_flag(DC_ENV_CMA) != 0; /* on or auto */
 }
 
 int dc_cma_forced(void) {
-  const char *s = getenv("DISTCOMM_CMA");
-  return s && strcmp(s, "1") == 0;
+  return dc_env_flag(DC_ENV_CMA) == 1;
 }
 
 ssize_t dc_cma_read(int pid, void *dst, uint64_t src, size_t len) {

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "core/hostfile.h"
+#include "config/hostfile.h"
 #include "distcomm.h"
 
 /* Listen on a (port 0 picks one; the chosen address is written back).

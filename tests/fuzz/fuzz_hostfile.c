@@ -1,4 +1,4 @@
-/* libFuzzer target: the ring hostfile parser (src/core/hostfile.c with
+/* libFuzzer target: the ring hostfile parser (src/config/hostfile.c with
  * libcjson) and the "ip:port" / integer parsers under it.
  *
  * libcjson is loaded at run time and not instrumented, so ASan alone would
@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/hostfile.h"
+#include "config/hostfile.h"
 
 #define ROOM ((size_t)1 << 20) /* inputs up to 1 MiB */
 
@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   long v;
   if (dc_addr_parse(s, size & 1, &a, err, sizeof err) != DC_OK)
     check_err(err, sizeof err);
-  if (dc_env_int("MLX_RANK", s, &v, err, sizeof err) != DC_OK)
+  if (dc_env_parse_int("MLX_RANK", s, &v, err, sizeof err) != DC_OK)
     check_err(err, sizeof err);
   else if (v < 0)
     abort();

@@ -1,9 +1,9 @@
-/* The frame and hello targets link src/core/dtype.c for dc_dtype_name();
+/* The frame and hello targets link src/kernels/dtype.c for dc_dtype_name();
  * its reduction entry points are never reached from there. These stand in
- * for src/core/reduce.c, whose CPU dispatch does not build with clang 14. */
+ * for src/kernels/reduce.c, whose CPU dispatch does not build with clang 14. */
 #include <stdlib.h>
 
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 
 dc_status dc_reduce_check(dc_dtype dtype, dc_op op) {
   (void)dtype;

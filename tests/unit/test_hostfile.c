@@ -1,4 +1,4 @@
-/* Unit tests of src/core/hostfile.c and cjson_load.c: MLX's ring hostfile,
+/* Unit tests of src/config/hostfile.c and cjson_load.c: MLX's ring hostfile,
  * "ip:port" addresses and MLX_RANK-style integers. Run it under ASan or
  * valgrind: several cases hand the parser exact-size, non-NUL-terminated
  * buffers to prove it never reads past len. */
@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/cjson_load.h"
-#include "core/hostfile.h"
+#include "config/cjson_load.h"
+#include "config/hostfile.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -521,27 +521,27 @@ static void test_env_int(void **state) {
   long v;
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     v = -5;
-    assert_int_equal(dc_env_int("MLX_RANK", good[i].value, &v, err, sizeof err),
+    assert_int_equal(dc_env_parse_int("MLX_RANK", good[i].value, &v, err, sizeof err),
                      DC_OK);
     assert_int_equal(v, good[i].want);
   }
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     v = -5;
-    dc_status st = dc_env_int("MLX_RANK", bad[i], &v, err, sizeof err);
+    dc_status st = dc_env_parse_int("MLX_RANK", bad[i], &v, err, sizeof err);
     if (st != DC_ERR_CONFIG) fail_msg("'%s' accepted", bad[i]);
     assert_int_equal(v, -5); /* untouched on failure */
     assert_msg(err, "is not a non-negative integer");
   }
-  assert_int_equal(dc_env_int("MLX_RANK", "abc", &v, err, sizeof err),
+  assert_int_equal(dc_env_parse_int("MLX_RANK", "abc", &v, err, sizeof err),
                    DC_ERR_CONFIG);
   assert_msg(err, "MLX_RANK='abc' is not a non-negative integer");
-  assert_int_equal(dc_env_int("MLX_RANK", "1\n", &v, err, sizeof err),
+  assert_int_equal(dc_env_parse_int("MLX_RANK", "1\n", &v, err, sizeof err),
                    DC_ERR_CONFIG);
   assert_msg(err, "MLX_RANK='1\\x0a'");
-  assert_int_equal(dc_env_int("MLX_RANK", NULL, &v, err, sizeof err),
+  assert_int_equal(dc_env_parse_int("MLX_RANK", NULL, &v, err, sizeof err),
                    DC_ERR_CONFIG);
   assert_msg(err, "MLX_RANK is not set");
-  assert_int_equal(dc_env_int("MLX_RANK", "1", NULL, err, sizeof err),
+  assert_int_equal(dc_env_parse_int("MLX_RANK", "1", NULL, err, sizeof err),
                    DC_ERR_INVALID);
 }
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "core/group.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 #include "distcomm.h"
 
 /* ---- the fake group ----------------------------------------------------- */

@@ -1,5 +1,5 @@
-/* Unit tests of the reduction kernels (src/core/reduce.c) and the dtype
- * helpers (src/core/dtype.c): every dtype x op against a scalar reference
+/* Unit tests of the reduction kernels (src/kernels/reduce.c) and the dtype
+ * helpers (src/kernels/dtype.c): every dtype x op against a scalar reference
  * written independently here, plus the edge cases of rounding, NaN, signed
  * zero, wraparound and argument checking. */
 #include <setjmp.h>
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 #include "distcomm.h"
 
 /* Test hook in reduce.c (not in reduce.h): force the portable float16 and

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backends/mpi/mpi_abi.h"
+#include "config/env.h"
 
 mpi_lib dc_mpi;
 
@@ -210,7 +211,7 @@ dc_status dc_mpi_load(const char *prefer, char *why, size_t whylen) {
                                             "libmpi.so.40"};
   if (dc_mpi.dl)
     return DC_OK;
-  const char *env = getenv("MLX_MPI_LIBNAME");
+  const char *env = dc_env_str(DC_ENV_MPI_LIBNAME);
   if (env && *env) {
     char e[400];
     if (try_open(env, e, sizeof e) == 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/mpi/mpi_backend.h"
+#include "config/env.h"
 #include "backends/mpi/mpi_types.h"
 
 /* MPI's life cycle is per process, groups come and go: the world may be
@@ -23,25 +24,19 @@ typedef struct launcher {
   int size;           /* world size it announces, -1 when unknown */
 } launcher;
 
-static int env_int(const char *name) {
-  const char *s = getenv(name);
-  char *end;
-  long v = s && *s ? strtol(s, &end, 10) : -1;
-  return s && *s && *end == '\0' && v >= 0 && v < (1L << 30) ? (int)v : -1;
-}
-
 /* Each launcher leaves its own variables in every rank's environment. */
 static int find_launcher(launcher *l) {
-  if (getenv("OMPI_COMM_WORLD_RANK"))
+  if (dc_env_str(DC_ENV_OMPI_RANK))
     *l = (launcher){"Open MPI's mpirun (OMPI_COMM_WORLD_SIZE)", "ompi",
-                    env_int("OMPI_COMM_WORLD_SIZE")};
-  else if (getenv("PMI_RANK"))
+                    (int)dc_env_int(DC_ENV_OMPI_SIZE)};
+  else if (dc_env_str(DC_ENV_PMI_RANK))
     *l = (launcher){"a PMI launcher such as MPICH's hydra (PMI_SIZE)", "mpich",
-                    env_int("PMI_SIZE")};
-  else if (getenv("PMIX_RANK"))
+                    (int)dc_env_int(DC_ENV_PMI_SIZE)};
+  else if (dc_env_str(DC_ENV_PMIX_RANK))
     *l = (launcher){"a PMIx launcher (PMIX_RANK)", "ompi", -1};
-  else if (getenv("SLURM_PROCID") && getenv("SLURM_NTASKS"))
-    *l = (launcher){"srun (SLURM_NTASKS)", "ompi", env_int("SLURM_NTASKS")};
+  else if (dc_env_str(DC_ENV_SLURM_PROCID) && dc_env_str(DC_ENV_SLURM_NTASKS))
+    *l = (launcher){"srun (SLURM_NTASKS)", "ompi",
+                    (int)dc_env_int(DC_ENV_SLURM_NTASKS)};
   else
     return 0;
   return 1;
@@ -139,12 +134,6 @@ static dc_status world_group(const launcher *l, dc_group **out) {
   return DC_OK;
 }
 
-static size_t piece_from_env(void) {
-  const char *s = getenv("DISTCOMM_MPI_PIECE");
-  long long v = s ? atoll(s) : 0;
-  return v >= 16 && v <= (1ll << 30) ? (size_t)v : (size_t)1 << 30;
-}
-
 dc_status dc_mpi_init(dc_group **out) {
   *out = NULL;
   launcher l;
@@ -166,7 +155,7 @@ dc_status dc_mpi_init(dc_group **out) {
   dc_status st = dc_mpi_load(l.prefer, why, sizeof why);
   if (st != DC_OK)
     return dc_init_fail(st, "%s", why);
-  dc_mpi_piece = piece_from_env();
+  dc_mpi_piece = (size_t)dc_env_int(DC_ENV_MPI_PIECE);
   pthread_mutex_lock(&life_lock);
   st = live == 0 ? start_mpi() : DC_OK;
   pthread_mutex_unlock(&life_lock);

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "backends/mpi/mpi_types.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 
 /* A committed contiguous type of one element's bytes for each dtype reduced
  * by dc_reduce; its handle tells the callback which dtype it got. */

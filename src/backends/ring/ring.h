@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "core/group.h"
-#include "core/hostfile.h"
+#include "config/hostfile.h"
 #include "transport/engine.h"
 
 typedef struct ring_impl {

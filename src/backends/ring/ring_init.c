@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "backends/ring/ring.h"
+#include "config/env.h"
 #include "transport/shm.h"
 #include "transport/sock.h"
 
@@ -51,19 +52,16 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
 }
 
 int ring_neighbours_env(void) {
-  const char *s = getenv("DISTCOMM_RING_NEIGHBOURS");
-  return s && strcmp(s, "1") == 0;
+  return dc_env_flag(DC_ENV_RING_NEIGHBOURS);
 }
 
 int ring_sockets(void) {
-  const char *s = getenv("DISTCOMM_SOCKETS");
-  int n = s ? atoi(s) : 0;
-  return n >= 1 && n <= 16 ? n : 2;
+  return (int)dc_env_int(DC_ENV_SOCKETS);
 }
 
 /* The launcher gives every job an id; by hand, the hostfile names the job. */
 static uint64_t job_id(const dc_hostfile *hf) {
-  const char *s = getenv("DISTCOMM_JOB_ID");
+  const char *s = dc_env_str(DC_ENV_JOB_ID);
   char *end;
   if (s && *s) {
     unsigned long long v = strtoull(s, &end, 16);
@@ -114,7 +112,7 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
 
 dc_status dc_ring_init(dc_group **out) {
   *out = NULL;
-  const char *rs = getenv("MLX_RANK"), *path = getenv("MLX_HOSTFILE");
+  const char *rs = dc_env_str(DC_ENV_RANK), *path = dc_env_str(DC_ENV_HOSTFILE);
   if (!rs || !path)
     return dc_init_fail(DC_ERR_UNAVAILABLE,
                         "init: no backend is configured: the ring needs "
@@ -123,7 +121,7 @@ dc_status dc_ring_init(dc_group **out) {
   char err[400];
   long rank;
   dc_hostfile hf;
-  dc_status st = dc_env_int("MLX_RANK", rs, &rank, err, sizeof err);
+  dc_status st = dc_env_parse_int("MLX_RANK", rs, &rank, err, sizeof err);
   if (st == DC_OK)
     st = dc_hostfile_load(path, &hf, err, sizeof err);
   if (st != DC_OK)

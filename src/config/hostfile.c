@@ -1,6 +1,6 @@
 /* MLX's ring hostfile, "ip:port" addresses and MLX_RANK-style integers;
  * see hostfile.h. Every error is one line that says what to fix. */
-#include "core/hostfile.h"
+#include "config/hostfile.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "core/cjson_load.h"
+#include "config/cjson_load.h"
 
 /* Limits that no real cluster reaches but that keep a corrupt or hostile
  * file from costing gigabytes: 16 MiB of JSON, 64 Ki ranks, 64 addresses
@@ -470,8 +470,8 @@ void dc_hostfile_free(dc_hostfile *hf) {
 
 /* ---- integers from the environment ------------------------------------ */
 
-dc_status dc_env_int(const char *name, const char *value, long *out,
-                     char *err, size_t errlen) {
+dc_status dc_env_parse_int(const char *name, const char *value, long *out,
+                           char *err, size_t errlen) {
   char q[96];
   long v;
   if (!name) name = "value";

@@ -1,4 +1,4 @@
-/* MLX's ring hostfile and addresses (src/core/hostfile.c).
+/* MLX's ring hostfile and addresses (src/config/hostfile.c).
  *
  * The hostfile is a JSON list with one entry per rank, each a list of
  * "ip:port" strings (IPv4 "10.0.0.1:5000" or IPv6 "[fe80::1]:5000"):
@@ -6,8 +6,8 @@
  * k addresses per rank mean k parallel connections between neighbours; every
  * rank must list the same number. JSON is parsed by Debian's libcjson,
  * loaded at run time (dlopen), so the library links only libc. */
-#ifndef DC_CORE_HOSTFILE_H
-#define DC_CORE_HOSTFILE_H
+#ifndef DC_CONFIG_HOSTFILE_H
+#define DC_CONFIG_HOSTFILE_H
 
 #include <stddef.h>
 #include <sys/socket.h>
@@ -51,7 +51,7 @@ void dc_hostfile_free(dc_hostfile *hf);
 
 /* Parse an environment integer such as MLX_RANK: DC_ERR_CONFIG with
  * "MLX_RANK='abc' is not a non-negative integer" when malformed. */
-dc_status dc_env_int(const char *name, const char *value, long *out,
-                     char *err, size_t errlen);
+dc_status dc_env_parse_int(const char *name, const char *value, long *out,
+                           char *err, size_t errlen);
 
 #endif

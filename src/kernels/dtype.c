@@ -1,7 +1,7 @@
 /* dtype and op names and sizes, and the checked public reduction. */
 #include <stdint.h>
 
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 #include "distcomm.h"
 
 /* One table per property, indexed by the enum; the designated initialisers

@@ -1,4 +1,4 @@
-/* Run-time access to Debian's libcjson (src/core/cjson_load.c).
+/* Run-time access to Debian's libcjson (src/config/cjson_load.c).
  *
  * The library links only libc, so libcjson.so.1 is opened with dlopen the
  * first time JSON is needed and kept loaded for the life of the process.
@@ -6,8 +6,8 @@
  * comes from <cjson/cJSON.h>, so walking child/next/type/valuestring needs
  * no other symbol. Any JSON the library reads (MLX_HOSTFILE, the mesh device
  * matrix) goes through here. */
-#ifndef DC_CORE_CJSON_LOAD_H
-#define DC_CORE_CJSON_LOAD_H
+#ifndef DC_CONFIG_CJSON_LOAD_H
+#define DC_CONFIG_CJSON_LOAD_H
 
 #include <stddef.h>
 

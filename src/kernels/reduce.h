@@ -1,6 +1,6 @@
-/* Reduction kernels and element conversions (src/core/reduce.c). */
-#ifndef DC_CORE_REDUCE_H
-#define DC_CORE_REDUCE_H
+/* Reduction kernels and element conversions (src/kernels/reduce.c). */
+#ifndef DC_KERNELS_REDUCE_H
+#define DC_KERNELS_REDUCE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* libcjson loaded at run time; see cjson_load.h. */
-#include "core/cjson_load.h"
+#include "config/cjson_load.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -19,7 +19,7 @@
  *   - inout == in is handled by copying `in` block-wise to the stack, so the
  *     loops may keep their restrict qualifiers.
  */
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 
 #include <string.h>
 

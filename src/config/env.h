@@ -1,0 +1,116 @@
+/* Every environment variable the library reads (src/config/env.c).
+ *
+ * DC_ENV_LIST is the one list: nothing else in src/ calls getenv(). Code asks
+ * by id (dc_env_int(DC_ENV_SOCKETS)); each call reads the environment again,
+ * so a test may setenv() between calls. The README's "Environment variables"
+ * table matches this list (tests/unit/test_env.c checks it). The tools
+ * (distcomm-launch, distcomm-config) read a few variables of their own
+ * (DISTCOMM_SSH, DISTCOMM_MPIRUN): they are not the library's.
+ *
+ * How each kind reads a value (a value that does not parse, or is out of
+ * range, gives the default, as an unset variable does):
+ *   TEXT    as is; dc_env_str() is NULL when unset. The default says what
+ *           happens then; the user of the value checks it.
+ *   FLAG    on when set, non-empty and not starting with '0'.
+ *   SWITCH  "1" on, "0" off, anything else the default: "1", "0" or
+ *           "auto" (dc_env_flag() returns -1).
+ *   COUNT   the leading decimal integer, as atoll() reads it, in [lo, hi].
+ *   NUMBER  the whole text a decimal integer (strtoll, base 10) in [lo, hi].
+ *   SECONDS the whole text a number (strtod) greater than 0.
+ * dc_env_str() gives any variable's raw text. */
+#ifndef DC_CONFIG_ENV_H
+#define DC_CONFIG_ENV_H
+
+#include <stddef.h>
+
+/* X(id, name, kind, default, lo, hi, meaning) */
+#define DC_ENV_LIST(X)                                                         \
+  X(RANK, "MLX_RANK", TEXT, "unset", 0, 0,                                    \
+    "this process's rank, 0-based (the ring backend; with MLX_HOSTFILE)")      \
+  X(HOSTFILE, "MLX_HOSTFILE", TEXT, "unset", 0, 0,                            \
+    "path of the ring hostfile (the ring backend; with MLX_RANK)")             \
+  X(RING_VERBOSE, "MLX_RING_VERBOSE", FLAG, "0", 0, 0,                        \
+    "log connections and failures to stderr (as DISTCOMM_VERBOSE)")            \
+  X(VERBOSE, "DISTCOMM_VERBOSE", FLAG, "0", 0, 0,                             \
+    "log connections and failures to stderr")                                  \
+  X(TIMEOUT, "DISTCOMM_TIMEOUT", SECONDS, "300", 0, 0,                        \
+    "seconds a wait may see no progress before DC_ERR_TIMEOUT")                \
+  X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the hostfile", 0, 0,          \
+    "job id in hex, set by the launcher: two jobs never cross-connect")        \
+  X(JOB_TOKEN, "DISTCOMM_JOB_TOKEN", TEXT, "unset (no proof asked)", 0, 0,    \
+    "per-job secret that peers prove they hold, set by the launcher")          \
+  X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                           \
+    "TCP connections per hostfile address (1 to 16)")                          \
+  X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,           \
+    "1: connect ring neighbours only, as MLX's ring does")                     \
+  X(SHM, "DISTCOMM_SHM", SWITCH, "1", 0, 0,                                   \
+    "0: ranks on one host talk over TCP instead of shared memory")             \
+  X(CMA, "DISTCOMM_CMA", SWITCH, "auto", 0, 0,                                \
+    "single copy (process_vm_readv) for large collectives on one host: "       \
+    "0 never, 1 always, auto: the faster, timed per op and size")              \
+  X(MPI_LIBNAME, "MLX_MPI_LIBNAME", TEXT,                                      \
+    "libmpi.so.40, libmpich.so.12, libmpi.so.12", 0, 0,                        \
+    "the MPI library to load (the MPI backend)")                               \
+  X(MPI_PIECE, "DISTCOMM_MPI_PIECE", COUNT, "1073741824", 16, 1073741824,     \
+    "most elements or bytes one MPI call moves (tests make it small)")         \
+  X(OMPI_RANK, "OMPI_COMM_WORLD_RANK", TEXT, "unset", 0, 0,                   \
+    "set by Open MPI's mpirun: the MPI backend applies")                       \
+  X(OMPI_SIZE, "OMPI_COMM_WORLD_SIZE", NUMBER, "-1", 0, 1073741823,           \
+    "world size Open MPI's mpirun announces (-1: unknown)")                    \
+  X(PMI_RANK, "PMI_RANK", TEXT, "unset", 0, 0,                                \
+    "set by a PMI launcher (MPICH's hydra): the MPI backend applies")          \
+  X(PMI_SIZE, "PMI_SIZE", NUMBER, "-1", 0, 1073741823,                        \
+    "world size a PMI launcher announces (-1: unknown)")                       \
+  X(PMIX_RANK, "PMIX_RANK", TEXT, "unset", 0, 0,                              \
+    "set by a PMIx launcher: the MPI backend applies")                         \
+  X(SLURM_PROCID, "SLURM_PROCID", TEXT, "unset", 0, 0,                        \
+    "set by srun (with SLURM_NTASKS): the MPI backend applies")                \
+  X(SLURM_NTASKS, "SLURM_NTASKS", NUMBER, "-1", 0, 1073741823,                \
+    "world size srun announces (-1: unknown)")
+
+typedef enum dc_env_id {
+#define DC_ENV_ID_(id, name, kind, def, lo, hi, meaning) DC_ENV_##id,
+  DC_ENV_LIST(DC_ENV_ID_)
+#undef DC_ENV_ID_
+  DC_ENV_COUNT
+} dc_env_id;
+
+typedef enum dc_env_kind {
+  DC_ENV_KIND_TEXT,
+  DC_ENV_KIND_FLAG,
+  DC_ENV_KIND_SWITCH,
+  DC_ENV_KIND_COUNT,
+  DC_ENV_KIND_NUMBER,
+  DC_ENV_KIND_SECONDS,
+} dc_env_kind;
+
+typedef struct dc_env_var {
+  const char *name;
+  dc_env_kind kind;
+  const char *def;     /* the default, as the README shows it */
+  long long lo, hi;    /* COUNT and NUMBER: the accepted range */
+  const char *meaning; /* one line */
+} dc_env_var;
+
+/* The list's entry for id; NULL for an id out of range. */
+const dc_env_var *dc_env_info(dc_env_id id);
+
+/* The raw text of any variable; NULL when unset. */
+const char *dc_env_str(dc_env_id id);
+
+/* FLAG and SWITCH: 1 on, 0 off, -1 for a SWITCH whose default is "auto". */
+int dc_env_flag(dc_env_id id);
+
+/* COUNT and NUMBER: the value, or the default. */
+long long dc_env_int(dc_env_id id);
+
+/* SECONDS: the value, or the default. */
+double dc_env_double(dc_env_id id);
+
+/* MLX_RING_VERBOSE or DISTCOMM_VERBOSE is on. */
+int dc_env_verbose(void);
+
+/* DISTCOMM_TIMEOUT, or 300 s. */
+double dc_default_timeout(void);
+
+#endif
