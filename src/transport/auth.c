@@ -155,8 +155,9 @@ static unsigned char *put_le(unsigned char *p, uint64_t v, int bytes) {
 }
 
 /* label | nonce_c | nonce_a | job | group | connector | acceptor | size |
- * lane, all fixed-size: no two handshakes give the same bytes. */
-#define TRANSCRIPT_BYTES (16 + 2 * DC_AUTH_NONCE_BYTES + 2 * 8 + 4 * 4)
+ * lane | host_c | host_a | flags_c | flags_a, all fixed-size: no two
+ * handshakes give the same bytes. */
+#define TRANSCRIPT_BYTES (16 + 2 * DC_AUTH_NONCE_BYTES + 4 * 8 + 6 * 4)
 
 static void transcript(const dc_auth_bind *b, int dir,
                        unsigned char out[TRANSCRIPT_BYTES]) {
@@ -172,7 +173,11 @@ static void transcript(const dc_auth_bind *b, int dir,
   p = put_le(p, b->connector, 4);
   p = put_le(p, b->acceptor, 4);
   p = put_le(p, b->size, 4);
-  put_le(p, b->lane, 4);
+  p = put_le(p, b->lane, 4);
+  p = put_le(p, b->host_c, 8);
+  p = put_le(p, b->host_a, 8);
+  p = put_le(p, b->flags_c, 4);
+  put_le(p, b->flags_a, 4);
 }
 
 void dc_auth_prove(const dc_auth *a, const dc_auth_bind *b, int dir,

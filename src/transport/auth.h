@@ -4,7 +4,8 @@
  * is set, both ends of every connection prove that they know it, without
  * sending it: each side sends a fresh random nonce, and each answers with a
  * keyed BLAKE2b MAC (libsodium's crypto_generichash) over both nonces, the
- * job, the group, both ranks, the world size, the lane and the direction.
+ * job, the group, both ranks, the world size, the lane, both hellos' host
+ * keys and flags, and the direction.
  * The key is a hash of the token. Fresh nonces stop a recorded proof from
  * being replayed; the direction in the MAC stops a proof from being
  * reflected back to the side that made it. Data is not encrypted.
@@ -34,6 +35,8 @@ typedef struct dc_auth_bind {
   uint64_t job, group;
   uint32_t connector, acceptor; /* ranks at the two ends */
   uint32_t size, lane;
+  uint64_t host_c, host_a;   /* the two hellos' host keys */
+  uint32_t flags_c, flags_a; /* and flags: both under the proofs */
   unsigned char nonce_c[DC_AUTH_NONCE_BYTES]; /* the connecting side's */
   unsigned char nonce_a[DC_AUTH_NONCE_BYTES]; /* the accepting side's */
 } dc_auth_bind;

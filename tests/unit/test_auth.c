@@ -138,9 +138,15 @@ static void test_bound_fields(void **state) {
   dc_auth_bind bd = bind_of(&a);
   unsigned char p[DC_AUTH_PROOF_BYTES];
   dc_auth_prove(&a, &bd, DC_AUTH_BY_CONNECTOR, p);
-  for (int f = 0; f < 8; f++) {
+  for (int f = 0; f < 12; f++) {
     dc_auth_bind x = bd;
     switch (f) {
+    /* the hellos' host keys and flags too: a man in the middle cannot
+     * steer two ranks onto shared memory or change what they offer */
+    case 8: x.host_c ^= 1; break;
+    case 9: x.host_a ^= 1; break;
+    case 10: x.flags_c ^= 2; break;
+    case 11: x.flags_a ^= 2; break;
     case 0: x.job++; break;
     case 1: x.group++; break;
     case 2: x.connector++; break;

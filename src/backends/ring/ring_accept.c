@@ -100,7 +100,9 @@ static int answer(acceptor *A, pending *pd) {
     pd->bind = (dc_auth_bind){.job = p->job, .group = p->group,
                               .connector = pd->h.rank,
                               .acceptor = (uint32_t)p->rank,
-                              .size = (uint32_t)p->size, .lane = pd->h.lane};
+                              .size = (uint32_t)p->size, .lane = pd->h.lane,
+                              .host_c = pd->h.host, .host_a = r.host,
+                              .flags_c = pd->h.flags, .flags_a = r.flags};
     memcpy(pd->bind.nonce_c, pd->h.nonce, DC_AUTH_NONCE_BYTES);
     memcpy(pd->bind.nonce_a, r.nonce, DC_AUTH_NONCE_BYTES);
     dc_auth_prove(A->auth, &pd->bind, DC_AUTH_BY_ACCEPTOR, mac);

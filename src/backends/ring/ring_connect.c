@@ -59,7 +59,9 @@ static dc_status prove(int fd, const ring_plan *p, const dc_auth *auth,
                        const dc_hello *reply, double deadline) {
   dc_auth_bind b = {.job = p->job, .group = p->group,
                     .connector = (uint32_t)p->rank, .acceptor = (uint32_t)q,
-                    .size = (uint32_t)p->size, .lane = (uint32_t)lane};
+                    .size = (uint32_t)p->size, .lane = (uint32_t)lane,
+                    .host_c = mine->host, .host_a = reply->host,
+                    .flags_c = mine->flags, .flags_a = reply->flags};
   memcpy(b.nonce_c, mine->nonce, DC_AUTH_NONCE_BYTES);
   memcpy(b.nonce_a, reply->nonce, DC_AUTH_NONCE_BYTES);
   unsigned char msg[DC_PROOF_BYTES], mac[DC_AUTH_PROOF_BYTES];
