@@ -18,7 +18,7 @@ static PyObject *py_init(PyObject *m, PyObject *args, PyObject *kw) {
   Py_END_ALLOW_THREADS
   if (st != DC_OK)
     return pydc_raise(st, dc_last_error());
-  return pydc_group_wrap(g);
+  return pydc_world_wrap(g);
 }
 
 static PyMethodDef module_methods[] = {

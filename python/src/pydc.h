@@ -12,7 +12,8 @@
 
 #include "distcomm.h"
 
-/* distcomm.Group: one reference to a dc_group. */
+/* distcomm.Group: one reference to a dc_group, and its only wrapper (the
+ * one-thread guard lives here). */
 typedef struct {
   PyObject_HEAD
   dc_group *g;
@@ -24,6 +25,10 @@ extern PyTypeObject pydc_group_type;
 /* Wrap a group the caller owns (the wrapper takes the reference) and
  * install the Ctrl-C poll on it. */
 PyObject *pydc_group_wrap(dc_group *g);
+/* The same for a group from dc_init(): returns the world's existing wrapper
+ * (dropping the extra reference) when there is one, so that every init()
+ * result shares one object and one thread guard. */
+PyObject *pydc_world_wrap(dc_group *g);
 
 /* Claim a group for one call: fails with RuntimeError when another thread
  * is inside a call on it (the library allows one thread per group) or when
