@@ -46,7 +46,18 @@ PyObject *pydc_raise(dc_status st, const char *detail);
 /* The interrupt poll installed on every group (Ctrl-C within ~100 ms). */
 int pydc_check_signals(void *arg);
 
-/* Module functions defined in ops.c. */
+/* Buffers (ops.c). A C-contiguous view of obj (writable when asked), or -1
+ * with TypeError/ValueError naming what; release it with PyBuffer_Release. */
+int pydc_get_buffer(PyObject *obj, Py_buffer *view, int writable,
+                    const char *what);
+/* ValueError unless code is a dc_dtype; else its element size. */
+int pydc_check_dtype(int code, size_t *esize);
+/* The buffer's bytes as a whole number of elements, or ValueError. */
+int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
+                  const char *what);
+
+/* Module functions defined in ops.c and nn.c. */
 extern PyMethodDef pydc_op_methods[];
+extern PyMethodDef pydc_nn_methods[];
 
 #endif /* PYDC_H */
