@@ -251,7 +251,11 @@ typedef struct dc_tensor {
  * all_reduce_size bytes and each bucket is reduced with one all_sum ("few
  * large reductions instead of many small ones"); all_reduce_size <= 0 means
  * one all_sum per tensor. Tensors of different dtypes go to different
- * buckets. Integer tensors are divided with truncation. n == 0 is a no-op;
+ * buckets. Integer tensors are divided with truncation toward zero (the
+ * sum wraps in the dtype first); bool tensors keep the logical or of the
+ * ranks (their sum); floats are multiplied by 1/size (float16 and bfloat16
+ * through float32). The Python distcomm.nn has these same semantics: it
+ * calls this function. n == 0 is a no-op;
  * a tensor with count 0 may have data NULL. A group of size 1 returns at
  * once. Every rank must pass the same list of (count, dtype). */
 DC_API dc_status dc_average_gradients(dc_group *group, dc_tensor *tensors,
@@ -259,8 +263,10 @@ DC_API dc_status dc_average_gradients(dc_group *group, dc_tensor *tensors,
 
 /* Clip gradients whose shards live on different ranks: the global norm is
  * sqrt(all_sum of each rank's sum of squares); every tensor is scaled by
- * min(max_norm / (norm + 1e-6), 1). Floating dtypes only. The global norm
- * before clipping is written to *total_norm when it is not NULL. */
+ * min(max_norm / (norm + 1e-6), 1); a NaN norm leaves them as they are.
+ * Floating dtypes only; max_norm must be >= 0. Always one all_sum, even in
+ * a group of one. The global norm before clipping is written to
+ * *total_norm when it is not NULL. Python's distcomm.nn calls this. */
 DC_API dc_status dc_clip_grad_norm_sharded(dc_group *group, dc_tensor *tensors,
                                            size_t n, double max_norm,
                                            double *total_norm);

@@ -23,28 +23,18 @@ second (the group is then unusable, as after any communication failure).
 import numpy as _np
 
 from . import _distcomm as _c
-from ._distcomm import (  # noqa: F401  (re-exported)
-    AbortedError,
-    AuthError,
-    ConfigError,
-    Error,
-    Group,
-    InterruptedError,
-    InvalidArgumentError,
-    MismatchError,
-    NotSupportedError,
-    OutOfMemoryError,
-    PeerLostError,
-    SystemCallError,
-    TimeoutError,
-    UnavailableError,
-)
+from ._distcomm import Error, Group  # noqa: F401  (re-exported)
+
+# One exception class per library status, made by the C module from the
+# header's status list: distcomm.PeerLostError, distcomm.TimeoutError, ...
+ERRORS = dict(_c.ERRORS)
+globals().update((cls.__name__, cls) for cls in ERRORS.values())
 
 __version__ = _c.version
 __all__ = [
     "init", "is_available", "Group", "all_sum", "all_max", "all_min",
     "all_gather", "sum_scatter", "send", "recv", "recv_like", "Error",
-]
+] + sorted(cls.__name__ for cls in ERRORS.values())
 
 # numpy (kind, itemsize) -> library dtype name. Keyed this way because
 # several numpy dtype objects spell the same type ('l' and 'q' on Linux).

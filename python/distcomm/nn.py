@@ -6,13 +6,16 @@
 - ``shard_linear`` and the two forward passes of tensor-parallel linear
   layers (``mlx.nn.layers.distributed``), on (out, in) numpy weights.
 
-The collectives are looked up as ``distcomm.all_sum`` at call time, so a test
-can count them by replacing that attribute, as MLX's own tests do.
+The first two run the C library's own helpers (dc_average_gradients and
+dc_clip_grad_norm_sharded) on copies of the leaves: this module only walks
+the tree, so Python and C programs bucket, average and clip alike. Count
+their reductions with ``group.collectives()``.
 """
 
 import numpy as np
 
 import distcomm
+from distcomm import _distcomm as _c
 
 __all__ = [
     "average_gradients", "clip_grad_norm_sharded", "shard_linear",
@@ -44,81 +47,59 @@ def _rebuild(tree, leaves):
     return next(leaves)
 
 
-def _tree_map(fn, tree):
-    return _rebuild(tree, iter([fn(leaf) for _, leaf in _flatten(tree, (), [])]))
+# ---- average_gradients and clip_grad_norm_sharded (the C helpers) -------
 
-
-# ---- average_gradients ------------------------------------------------------
-
-def _average(x, group, n):
-    """all_sum(x) / n; floating arrays keep their dtype (the sum is new, so
-    dividing in place costs no allocation)."""
-    s = distcomm.all_sum(x, group=group)
-    if s.dtype.kind in "fc":
-        np.divide(s, n, out=s)
-        return s
-    return s / n  # integers: a true average, as MLX's division gives
-
-
-def _buckets(sizes, itemsize, limit):
-    """Indices grouped in order; a bucket closes once it holds >= limit bytes."""
-    groups, cur, nbytes = [], [], 0
-    for i, size in enumerate(sizes):
-        cur.append(i)
-        nbytes += size * itemsize
-        if nbytes >= limit:
-            groups.append(cur)
-            cur, nbytes = [], 0
-    if cur:
-        groups.append(cur)
-    return groups
+def _leaves(gradients):
+    """Private C-contiguous copies of the leaves (the C helpers work in
+    place; the caller's arrays stay as they are) and their dtype codes.
+    Every dtype is checked here, before any rank communicates."""
+    arrays, codes = [], []
+    for _, g in _flatten(gradients, (), []):
+        a, code = distcomm._input(g)
+        arrays.append(a.copy(order="C"))
+        codes.append(code)
+    return arrays, codes
 
 
 def average_gradients(gradients, group=None, all_reduce_size=32 * 1024**2):
     """Average a tree of gradients over ``group`` (default: the world).
 
-    Like MLX: arrays are flattened in tree order and concatenated into
-    buckets of at least ``all_reduce_size`` bytes, each reduced with one
-    ``all_sum`` and divided by the group size; ``all_reduce_size <= 0``
-    reduces each array on its own, and so do trees of mixed dtypes. A group
-    of one returns ``gradients`` unchanged. Returns a tree of the same
-    structure (dicts, lists, tuples) with arrays of the same shapes.
+    Runs the library's ``dc_average_gradients``: arrays are taken in tree
+    order and packed into buckets of at least ``all_reduce_size`` bytes, one
+    bucket per dtype, each reduced with one ``all_sum`` and divided by the
+    group size; an array that alone reaches the limit is reduced on its own,
+    and ``all_reduce_size <= 0`` reduces every array on its own. Results keep
+    their dtype: floats are multiplied by 1/size (float16 through float32),
+    integers are divided with truncation toward zero (all_sum of int32
+    [1, -1] and [2, -2] over 2 ranks gives [1, -1]; a sum that wraps in the
+    dtype wraps first), and bool stays the logical or of the ranks.
+    A group of one returns ``gradients`` unchanged. Otherwise returns a new
+    tree of the same structure (dicts, lists, tuples) and shapes.
     """
-    group = group if group is not None else distcomm.init()
-    n = group.size()
-    if n == 1:
+    group = distcomm._group(group)
+    if group.size() == 1:
         return gradients
-    if all_reduce_size <= 0:
-        return _tree_map(lambda x: _average(x, group, n), gradients)
-    leaves = [np.asarray(g) for _, g in _flatten(gradients, (), [])]
-    if not leaves:
-        return gradients
-    if any(g.dtype != leaves[0].dtype for g in leaves):
-        return average_gradients(gradients, group, 0)
-    sizes = [g.size for g in leaves]
-    result = [None] * len(leaves)
-    for bucket in _buckets(sizes, leaves[0].dtype.itemsize, all_reduce_size):
-        flat = np.concatenate([leaves[i].reshape(-1) for i in bucket])
-        parts = np.split(_average(flat, group, n), np.cumsum([sizes[i] for i in bucket])[:-1])
-        for i, part in zip(bucket, parts):
-            result[i] = part.reshape(leaves[i].shape)
-    return _rebuild(gradients, iter(result))
+    arrays, codes = _leaves(gradients)
+    _c.average_gradients(group, arrays, codes, int(all_reduce_size))
+    return _rebuild(gradients, iter(arrays))
 
 
 def clip_grad_norm_sharded(gradients, max_norm, group=None):
     """Clip gradients whose shards live on different ranks.
 
-    The global norm is sqrt(all_sum of each rank's sum of squares); every
-    array is scaled by min(max_norm / (norm + 1e-6), 1). Returns
+    Runs the library's ``dc_clip_grad_norm_sharded``: the global norm is
+    sqrt(all_sum of each rank's sum of squares, in float64); every array is
+    scaled by max_norm / (norm + 1e-6) when that is below 1 (in float32 for
+    float16/bfloat16/float32/complex64 arrays, float64 for float64), and
+    left as it is otherwise, also when the norm is NaN. Floating dtypes only
+    (``InvalidArgumentError`` otherwise, and for a negative or NaN
+    max_norm). Always one all_sum, even in a group of one. Returns
     ``(clipped_tree, norm)`` with the norm before clipping, like MLX.
     """
-    group = group if group is not None else distcomm.init()
-    local = sum(float(np.vdot(g, g).real) for _, g in _flatten(gradients, (), []))
-    total = distcomm.all_sum(np.array([local], dtype=np.float64), group=group)
-    norm = np.float64(np.sqrt(total[0]))
-    scale = min(max_norm / (norm + 1e-6), 1.0)
-    clipped = _tree_map(lambda g: (np.asarray(g) * scale).astype(np.asarray(g).dtype), gradients)
-    return clipped, norm
+    group = distcomm._group(group)
+    arrays, codes = _leaves(gradients)
+    norm = _c.clip_grad_norm_sharded(group, arrays, codes, float(max_norm))
+    return _rebuild(gradients, iter(arrays)), np.float64(norm)
 
 
 # ---- tensor parallelism -----------------------------------------------------

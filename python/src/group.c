@@ -2,6 +2,11 @@
  * plus collectives() and set_timeout() from the C API. */
 #include "pydc.h"
 
+/* The wrapper of the world group while one is alive (borrowed). dc_init()
+ * hands out the same dc_group each time, and the one-thread guard lives in
+ * the wrapper, so the world must have exactly one wrapper. */
+static pydc_group *world_wrapper;
+
 PyObject *pydc_group_wrap(dc_group *g) {
   pydc_group *self = PyObject_New(pydc_group, &pydc_group_type);
   if (!self) {
@@ -12,6 +17,18 @@ PyObject *pydc_group_wrap(dc_group *g) {
   self->busy = 0;
   dc_group_set_interrupt(g, pydc_check_signals, NULL);
   return (PyObject *)self;
+}
+
+PyObject *pydc_world_wrap(dc_group *g) {
+  if (world_wrapper && world_wrapper->g == g) {
+    dc_group_free(g); /* not the last reference: returns at once */
+    Py_INCREF(world_wrapper);
+    return (PyObject *)world_wrapper;
+  }
+  PyObject *w = pydc_group_wrap(g);
+  if (w)
+    world_wrapper = (pydc_group *)w;
+  return w;
 }
 
 int pydc_enter(pydc_group *self) {
@@ -36,6 +53,8 @@ void pydc_leave(pydc_group *self) { self->busy = 0; }
 static void group_dealloc(pydc_group *self) {
   dc_group *g = self->g;
   self->g = NULL;
+  if (self == world_wrapper) /* before the GIL goes: init() may run then */
+    world_wrapper = NULL;
   if (g) {
     Py_BEGIN_ALLOW_THREADS
     dc_group_free(g);

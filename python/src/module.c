@@ -18,7 +18,7 @@ static PyObject *py_init(PyObject *m, PyObject *args, PyObject *kw) {
   Py_END_ALLOW_THREADS
   if (st != DC_OK)
     return pydc_raise(st, dc_last_error());
-  return pydc_group_wrap(g);
+  return pydc_world_wrap(g);
 }
 
 static PyMethodDef module_methods[] = {
@@ -74,6 +74,7 @@ PyMODINIT_FUNC PyInit__distcomm(void) {
   if (!module)
     return NULL;
   if (PyModule_AddFunctions(module, pydc_op_methods) < 0 ||
+      PyModule_AddFunctions(module, pydc_nn_methods) < 0 ||
       pydc_errors_init(module) < 0 || add_tables(module) < 0) {
     Py_DECREF(module);
     return NULL;

@@ -48,8 +48,8 @@ static PyObject *dispatch(pydc_group *grp, call *c) {
   Py_RETURN_NONE;
 }
 
-static int get_buffer(PyObject *obj, Py_buffer *view, int writable,
-                      const char *what) {
+int pydc_get_buffer(PyObject *obj, Py_buffer *view, int writable,
+                    const char *what) {
   if (!PyObject_CheckBuffer(obj)) {
     PyErr_Format(PyExc_TypeError,
                  "distcomm: %s must support the buffer protocol, not %.100s",
@@ -65,7 +65,7 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int writable,
   return -1;
 }
 
-static int check_dtype(int code, size_t *esize) {
+int pydc_check_dtype(int code, size_t *esize) {
   if (code < 0 || code >= DC_DTYPE_COUNT) {
     PyErr_Format(PyExc_ValueError, "distcomm: dtype code %d is not valid", code);
     return -1;
@@ -74,9 +74,8 @@ static int check_dtype(int code, size_t *esize) {
   return 0;
 }
 
-/* Bytes of a buffer as a whole number of elements. */
-static int count_of(const Py_buffer *v, size_t esize, size_t *count,
-                    const char *what) {
+int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
+                  const char *what) {
   if ((size_t)v->len % esize) {
     PyErr_Format(PyExc_ValueError,
                  "distcomm: %s holds %zd bytes, not a whole number of "
@@ -108,14 +107,14 @@ static PyObject *two_buffer_op(PyObject *args, enum call_kind kind,
                         &recv_obj, &code, &op))
     return NULL;
   size_t esize, count;
-  if (check_dtype(code, &esize) < 0 || pydc_enter(grp) < 0)
+  if (pydc_check_dtype(code, &esize) < 0 || pydc_enter(grp) < 0)
     return NULL;
   size_t n = (size_t)dc_group_size(grp->g);
   pydc_leave(grp);
   Py_buffer in, out;
-  if (get_buffer(send_obj, &in, 0, "the input") < 0)
+  if (pydc_get_buffer(send_obj, &in, 0, "the input") < 0)
     return NULL;
-  if (get_buffer(recv_obj, &out, 1, "the output") < 0) {
+  if (pydc_get_buffer(recv_obj, &out, 1, "the output") < 0) {
     PyBuffer_Release(&in);
     return NULL;
   }
@@ -124,7 +123,7 @@ static PyObject *two_buffer_op(PyObject *args, enum call_kind kind,
   const char *name = kind == ALL_GATHER ? "all_gather"
                      : kind == REDUCE_SCATTER ? "sum_scatter" : "all_reduce";
   if (check_ratio(&in, &out, smul, rmul, name) == 0 &&
-      count_of(kind == REDUCE_SCATTER ? &out : &in, esize, &count, "the input") == 0) {
+      pydc_count_of(kind == REDUCE_SCATTER ? &out : &in, esize, &count, "the input") == 0) {
     call c = {.kind = kind, .send = in.buf, .recv = out.buf, .count = count,
               .dtype = (dc_dtype)code, .op = (dc_op)op};
     res = dispatch(grp, &c);
@@ -158,13 +157,13 @@ static PyObject *point_to_point(PyObject *args, enum call_kind kind,
   if (!PyArg_ParseTuple(args, fmt, &pydc_group_type, &grp, &obj, &code, &peer))
     return NULL;
   size_t esize, count;
-  if (check_dtype(code, &esize) < 0)
+  if (pydc_check_dtype(code, &esize) < 0)
     return NULL;
   Py_buffer v;
-  if (get_buffer(obj, &v, kind == RECV, kind == RECV ? "the output" : "the input") < 0)
+  if (pydc_get_buffer(obj, &v, kind == RECV, kind == RECV ? "the output" : "the input") < 0)
     return NULL;
   PyObject *res = NULL;
-  if (count_of(&v, esize, &count, "the buffer") == 0) {
+  if (pydc_count_of(&v, esize, &count, "the buffer") == 0) {
     call c = {.kind = kind, .send = v.buf, .recv = v.buf, .count = count,
               .dtype = (dc_dtype)code, .peer = peer};
     res = dispatch(grp, &c);

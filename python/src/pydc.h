@@ -12,7 +12,8 @@
 
 #include "distcomm.h"
 
-/* distcomm.Group: one reference to a dc_group. */
+/* distcomm.Group: one reference to a dc_group, and its only wrapper (the
+ * one-thread guard lives here). */
 typedef struct {
   PyObject_HEAD
   dc_group *g;
@@ -24,6 +25,10 @@ extern PyTypeObject pydc_group_type;
 /* Wrap a group the caller owns (the wrapper takes the reference) and
  * install the Ctrl-C poll on it. */
 PyObject *pydc_group_wrap(dc_group *g);
+/* The same for a group from dc_init(): returns the world's existing wrapper
+ * (dropping the extra reference) when there is one, so that every init()
+ * result shares one object and one thread guard. */
+PyObject *pydc_world_wrap(dc_group *g);
 
 /* Claim a group for one call: fails with RuntimeError when another thread
  * is inside a call on it (the library allows one thread per group) or when
@@ -41,7 +46,18 @@ PyObject *pydc_raise(dc_status st, const char *detail);
 /* The interrupt poll installed on every group (Ctrl-C within ~100 ms). */
 int pydc_check_signals(void *arg);
 
-/* Module functions defined in ops.c. */
+/* Buffers (ops.c). A C-contiguous view of obj (writable when asked), or -1
+ * with TypeError/ValueError naming what; release it with PyBuffer_Release. */
+int pydc_get_buffer(PyObject *obj, Py_buffer *view, int writable,
+                    const char *what);
+/* ValueError unless code is a dc_dtype; else its element size. */
+int pydc_check_dtype(int code, size_t *esize);
+/* The buffer's bytes as a whole number of elements, or ValueError. */
+int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
+                  const char *what);
+
+/* Module functions defined in ops.c and nn.c. */
 extern PyMethodDef pydc_op_methods[];
+extern PyMethodDef pydc_nn_methods[];
 
 #endif /* PYDC_H */

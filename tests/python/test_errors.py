@@ -1,6 +1,7 @@
 """Failures become distcomm.Error subclasses carrying the library's detail;
 waits release the GIL and give way to Ctrl-C; nothing leaks."""
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -32,6 +33,27 @@ def test_exception_hierarchy():
     assert issubclass(distcomm.TimeoutError, TimeoutError)
     assert issubclass(distcomm.InvalidArgumentError, ValueError)
     assert issubclass(distcomm.Error, RuntimeError)
+
+
+def header_statuses():
+    """The status names of DC_STATUS_MAP in include/distcomm.h."""
+    with open(os.path.join(HERE, "..", "..", "include", "distcomm.h")) as f:
+        return re.findall(r"^\s*X\((\w+), -?\d+,", f.read(), re.M)
+
+
+def test_every_status_of_the_header_has_its_exception():
+    names = [s for s in header_statuses() if s != "OK"]
+    assert len(names) >= 12 and set(distcomm.ERRORS) == set(names)
+    for status, cls in distcomm.ERRORS.items():
+        assert issubclass(cls, distcomm.Error) and cls is not distcomm.Error
+        assert cls.status == status and status in cls.__doc__
+        assert getattr(distcomm, cls.__name__) is cls and cls.__name__ in distcomm.__all__
+    assert len({cls.__name__ for cls in distcomm.ERRORS.values()}) == len(names)
+    # the rule ERR_PEER_LOST -> PeerLostError, and the names it keeps
+    assert distcomm.ERRORS["ERR_PEER_LOST"] is distcomm.PeerLostError
+    assert distcomm.ERRORS["ERR_INVALID"] is distcomm.InvalidArgumentError
+    assert distcomm.ERRORS["ERR_NOMEM"] is distcomm.OutOfMemoryError
+    assert distcomm.ERRORS["ERR_SYSTEM"] is distcomm.SystemCallError
 
 
 def test_strict_init_without_configuration():

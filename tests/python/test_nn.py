@@ -18,37 +18,29 @@ from distcomm.nn import (
 )
 
 
-@pytest.fixture
-def count_all_sum(monkeypatch):
-    """Replaces distcomm.all_sum with a counting wrapper, as MLX's test does."""
-    calls = []
-    original = distcomm.all_sum
-
-    def counting(x, **kwargs):
-        calls.append(np.asarray(x).dtype)
-        return original(x, **kwargs)
-
-    monkeypatch.setattr(distcomm, "all_sum", counting)
-    return calls
+def reductions(on, fn, *args, **kwargs):
+    """fn's result and the collectives it issued on the group on."""
+    before = on.collectives()
+    result = fn(*args, **kwargs)
+    return result, on.collectives() - before
 
 
-def test_average_gradients_call_counts(world, count_all_sum):
+def test_average_gradients_call_counts(world):
     grads = [np.ones(10, np.float32) for _ in range(10)]
     expected = (1, 2, 10) if world.size() > 1 else (0, 0, 0)  # a group of one returns at once
     for kwargs, calls in zip(({}, {"all_reduce_size": 4 * 50}, {"all_reduce_size": 0}), expected):
-        count_all_sum.clear()
-        new = average_gradients(grads, **kwargs)
+        new, count = reductions(world, average_gradients, grads, **kwargs)
         assert len(new) == 10
         assert all(np.all(g == 1) and g.dtype == np.float32 and g.shape == (10,) for g in new)
-        assert len(count_all_sum) == calls
+        assert count == calls
 
 
-def test_average_gradients_tree_structure(world, count_all_sum):
+def test_average_gradients_tree_structure(world):
     r, n = world.rank(), world.size()
     grads = {"layers": [{"w": np.full((3, 4), r, np.float32), "b": np.arange(4, dtype=np.float32) * r},
                         (np.ones(2, np.float32) * r, np.float32(r))],
              "head": np.full((2, 2), 2 * r, np.float32)}
-    avg = average_gradients(grads, group=world)
+    avg, count = reductions(world, average_gradients, grads, group=world)
     mean = (n - 1) / 2
     assert set(avg) == {"layers", "head"} and isinstance(avg["layers"], list)
     assert isinstance(avg["layers"][1], tuple)
@@ -56,15 +48,63 @@ def test_average_gradients_tree_structure(world, count_all_sum):
     assert np.allclose(avg["layers"][0]["b"], np.arange(4) * mean)
     assert avg["layers"][1][1].shape == () and np.isclose(avg["layers"][1][1], mean)
     assert np.allclose(avg["head"], 2 * mean)
-    assert len(count_all_sum) == (1 if n > 1 else 0)
+    assert count == (1 if n > 1 else 0)
+    assert np.all(grads["head"] == 2 * r)  # the caller's arrays are not touched
 
 
-def test_average_gradients_mixed_dtypes_reduce_one_by_one(world, count_all_sum):
+def test_average_gradients_one_bucket_per_dtype(world):
+    """The library's buckets: one per dtype (MLX falls back to one all_sum
+    per array for a mixed tree; the values are the same)."""
     grads = [np.ones(3, np.float32), np.ones(3, np.float64), np.ones(3, np.float32)]
-    avg = average_gradients(grads)
+    avg, count = reductions(world, average_gradients, grads)
     assert [g.dtype for g in avg] == [np.float32, np.float64, np.float32]
     assert all(np.all(g == 1) for g in avg)
-    assert len(count_all_sum) == (3 if world.size() > 1 else 0)
+    assert count == (2 if world.size() > 1 else 0)
+
+
+def truncated_mean(total, n):
+    """C's integer division: toward zero."""
+    return np.sign(total) * (np.abs(total) // n)
+
+
+@pytest.mark.parametrize("all_reduce_size", [32 * 1024**2, 0])
+def test_average_gradients_integers_truncate_toward_zero(world, all_reduce_size):
+    """The one semantics of the library: integer averages keep their dtype
+    and truncate (2 ranks: 1 + 4 = 5 gives 2, -5 gives -2, not 2.5 or -3)."""
+    r, n = world.rank(), world.size()
+    mine = np.array([3 * r + 1, -(3 * r + 1), 7, 0], np.int32)
+    total = sum(np.array([3 * k + 1, -(3 * k + 1), 7, 0], np.int64) for k in range(n))
+    grads = {"i32": mine, "i64": mine.astype(np.int64), "u8": np.array([3 * r + 1], np.uint8),
+             "flag": np.array([r == 0, False])}
+    avg = average_gradients(grads, all_reduce_size=all_reduce_size)
+    assert avg["i32"].dtype == np.int32 and avg["i64"].dtype == np.int64
+    assert avg["u8"].dtype == np.uint8 and avg["flag"].dtype == np.bool_
+    if n == 1:
+        assert avg is grads
+        return
+    assert np.array_equal(avg["i32"], truncated_mean(total, n))
+    assert np.array_equal(avg["i64"], truncated_mean(total, n))
+    assert avg["u8"][0] == truncated_mean(total[0], n)
+    assert list(avg["flag"]) == [True, False]  # bool: the ranks' logical or, not divided
+    if n == 2:
+        assert list(avg["i32"]) == [2, -2, 7, 0]
+
+
+def test_average_gradients_float16_and_complex64(world):
+    r, n = world.rank(), world.size()
+    grads = [np.full(5, r + 1, np.float16), np.full(3, (r + 1) * (1 - 2j), np.complex64)]
+    avg = average_gradients(grads, all_reduce_size=0)
+    mean = (n + 1) / 2
+    assert avg[0].dtype == np.float16 and np.allclose(avg[0], mean)
+    assert avg[1].dtype == np.complex64 and np.allclose(avg[1], mean * (1 - 2j))
+
+
+@pytest.mark.skipif(distcomm.init().size() < 2, reason="a group of one returns at once")
+def test_average_gradients_bad_dtype_raises_before_communicating(world):
+    before = world.collectives()
+    with pytest.raises(TypeError):
+        average_gradients([np.ones(2, np.float32), np.array(["a", "b"])])
+    assert world.collectives() == before
 
 
 def test_clip_grad_norm_sharded(world):
@@ -72,14 +112,41 @@ def test_clip_grad_norm_sharded(world):
     value = 3.0
     grads = {"a": np.ones((4, 3), np.float32) * value, "b": np.ones(5, np.float32) * value}
     expected = math.sqrt(n * (4 * 3 + 5)) * value
-    clipped, norm = clip_grad_norm_sharded(grads, max_norm=1e9, group=world)
-    assert np.isclose(norm, expected)
+    (clipped, norm), count = reductions(world, clip_grad_norm_sharded, grads, max_norm=1e9,
+                                        group=world)
+    assert count == 1  # one all_sum, even in a group of one
+    assert isinstance(norm, np.float64) and np.isclose(norm, expected)
     for k in grads:
-        assert np.allclose(clipped[k], grads[k]) and clipped[k].dtype == np.float32
+        assert np.array_equal(clipped[k], grads[k]) and clipped[k].dtype == np.float32
     clipped, norm = clip_grad_norm_sharded(grads, max_norm=1.0, group=world)
     scale = 1.0 / (expected + 1e-6)
     for k in grads:
         assert np.allclose(clipped[k], grads[k] * scale, rtol=1e-5)
+        assert clipped[k].dtype == np.float32
+        # the library scales float32 by the float32 factor
+        assert np.array_equal(clipped[k], grads[k] * np.float32(scale))
+    assert np.all(grads["a"] == value)  # the caller's arrays are not touched
+
+
+def test_clip_grad_norm_sharded_keeps_dtypes_and_nan(world):
+    grads = [np.full(4, 2.0), np.full(2, 2.0, np.float16)]
+    clipped, norm = clip_grad_norm_sharded(grads, max_norm=1.0)
+    assert [g.dtype for g in clipped] == [np.float64, np.float16]
+    assert np.isclose(norm, 2.0 * math.sqrt(6 * world.size()))
+    assert np.allclose(clipped[0], 2.0 / (norm + 1e-6))
+    # a NaN norm leaves the gradients as they are instead of making all NaN
+    clipped, norm = clip_grad_norm_sharded([np.array([np.nan, 1.0])], max_norm=1.0)
+    assert np.isnan(norm) and clipped[0][1] == 1.0
+
+
+def test_clip_grad_norm_sharded_refuses_what_the_library_refuses(world):
+    before = world.collectives()
+    with pytest.raises(distcomm.InvalidArgumentError, match="not a floating type"):
+        clip_grad_norm_sharded([np.ones(3, np.int32)], max_norm=1.0)
+    with pytest.raises(distcomm.InvalidArgumentError, match="max_norm"):
+        clip_grad_norm_sharded([np.ones(3, np.float32)], max_norm=-1.0)
+    assert world.collectives() == before
+    assert distcomm.all_sum(np.ones(1))[0] == world.size()  # the world is fine
 
 
 def rank_part(world, dims):
