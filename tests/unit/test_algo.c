@@ -40,7 +40,7 @@
 
 #include "algo/algo.h"
 #include "algo/tune.h"
-#include "core/reduce.h"
+#include "kernels/reduce.h"
 #include "transport/frame.h"
 
 #define MAX_RANKS 8
