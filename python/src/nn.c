@@ -93,6 +93,17 @@ static int run_nn(pydc_group *grp, tensor_list *tl, nn_call *c) {
   return 0;
 }
 
+/* The arrays (and their dtype codes) as tensors, for the length of the call. */
+static int run_lists(pydc_group *grp, PyObject *arrays, PyObject *codes,
+                     nn_call *c) {
+  tensor_list tl;
+  if (tensors_get(arrays, codes, &tl) < 0)
+    return -1;
+  int rc = run_nn(grp, &tl, c);
+  tensors_release(&tl);
+  return rc;
+}
+
 static PyObject *py_average_gradients(PyObject *m, PyObject *args) {
   (void)m;
   pydc_group *grp;
@@ -102,12 +113,7 @@ static PyObject *py_average_gradients(PyObject *m, PyObject *args) {
                         &grp, &PyList_Type, &arrays, &PyList_Type, &codes,
                         &c.all_reduce_size))
     return NULL;
-  tensor_list tl;
-  if (tensors_get(arrays, codes, &tl) < 0)
-    return NULL;
-  int rc = run_nn(grp, &tl, &c);
-  tensors_release(&tl);
-  if (rc < 0)
+  if (run_lists(grp, arrays, codes, &c) < 0)
     return NULL;
   Py_RETURN_NONE;
 }
@@ -121,12 +127,7 @@ static PyObject *py_clip_grad_norm_sharded(PyObject *m, PyObject *args) {
                         &pydc_group_type, &grp, &PyList_Type, &arrays,
                         &PyList_Type, &codes, &c.max_norm))
     return NULL;
-  tensor_list tl;
-  if (tensors_get(arrays, codes, &tl) < 0)
-    return NULL;
-  int rc = run_nn(grp, &tl, &c);
-  tensors_release(&tl);
-  if (rc < 0)
+  if (run_lists(grp, arrays, codes, &c) < 0)
     return NULL;
   return PyFloat_FromDouble(c.norm);
 }
