@@ -34,7 +34,7 @@ pids=()
 for r in 0 1; do
   MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf80.json" DISTCOMM_SOCKETS=16 \
     DISTCOMM_SHM=0 DISTCOMM_TIMEOUT=60 \
-    timeout -k 2 200 "$conf" --size 2 --counts 262144,1000003 \
+    timeout -k 2 400 "$conf" --size 2 --counts 262144,1000003 \
     >"$mp_tmp/c$r" 2>&1 &
   pids+=($!)
   mp_pids+=($!)
