@@ -84,6 +84,15 @@ static int add_host(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ip
     return rc;
 }
 
+/* ssh would take a name starting with '-' for an option (-oProxyCommand=...). */
+static bool option_like(const char *ssh)
+{
+    if (ssh[0] != '-')
+        return false;
+    dcl_error("--hosts: host name '%s' starts with '-'", ssh);
+    return true;
+}
+
 static int from_list(const char *list, long rep, struct dcl_plan *p)
 {
     char *copy = strdup(list), *save = NULL;
@@ -95,7 +104,7 @@ static int from_list(const char *list, long rep, struct dcl_plan *p)
     }
     for (char *t = rc ? NULL : strtok_r(copy, ",", &save); t != NULL && rc == 0;
          t = strtok_r(NULL, ",", &save))
-        rc = add_host(p, t, NULL, 0, rep);
+        rc = option_like(t) ? -1 : add_host(p, t, NULL, 0, rep);
     free(copy);
     return rc;
 }
@@ -129,6 +138,18 @@ bad:
     return -1;
 }
 
+/* "ips" go into the ring hostfile as they are: addresses only. */
+static int check_ips(const char *path, const char *what, char **ips, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!is_ip(ips[i])) {
+            dcl_error("--hostfile %s: %s: '%s' is not an IPv4 or IPv6 address", path, what,
+                      ips[i]);
+            return -1;
+        }
+    return 0;
+}
+
 static int from_hosts(const char *path, const cJSON *hosts, long rep,
                       struct dcl_plan *p)
 {
@@ -147,9 +168,15 @@ static int from_hosts(const char *path, const cJSON *hosts, long rep,
             dcl_error("--hostfile %s: host %zu has no \"ssh\" name", path, i);
             return -1;
         }
+        if (ssh->valuestring[0] == '-') { /* ssh would take it for an option */
+            dcl_error("--hostfile %s: host %zu: host name '%s' starts with '-'", path, i,
+                      ssh->valuestring);
+            return -1;
+        }
         snprintf(what, sizeof what, "\"ips\" of host %zu", i++);
         int rc = strings(path, what, cJSON_GetObjectItemCaseSensitive(host, "ips"),
                          &ips, &n_ips);
+        rc = rc == 0 ? check_ips(path, what, ips, n_ips) : -1;
         rc = rc == 0 ? add_host(p, ssh->valuestring, ips, n_ips, rep) : -1;
         free(ips);
         if (rc != 0)

@@ -123,6 +123,7 @@ static int probe_start(struct host_probe *h, const char *script)
 {
     struct words w = {0};
     ssh_words(&w);
+    words_add(&w, "--"); /* the host is never an option */
     words_add(&w, h->ssh);
     words_add(&w, script);
     char *line = NULL;
@@ -319,6 +320,7 @@ static int make_argvs(struct dcl_job *j, const struct dcl_plan *p, struct host_p
             cmd = NULL;
         free(qa);
         ssh_words(&argvs[l]);
+        words_add(&argvs[l], "--"); /* the host is never an option */
         words_add(&argvs[l], hs[l].ssh);
         words_add(&argvs[l], cmd ? cmd : "");
         bool ok = cmd != NULL && !argvs[l].oom;
