@@ -86,7 +86,9 @@ struct agent {
     struct arank *ranks;
     size_t n;
     bool eof_sent, link_lost;
-    bool failed; /* the link broke its rules: exit 1 */
+    bool failed; /* the link broke its rules, or fell silent: exit 1 */
+    long beat_ms; /* the launcher's heartbeat interval (0: none) */
+    int64_t heard_at;
 };
 
 /* Messages about one rank name it, as the launcher would. */
@@ -196,8 +198,10 @@ static void read_link(struct agent *a)
         link_broken(a, 0);
     else if (n == DCL_INBOX_END)
         a->link_lost = true;
-    else
+    else {
+        a->heard_at = dcl_now_ms(); /* a heartbeat or any other frame */
         handle_frames(a);
+    }
 }
 
 /* Sends what the rank wrote on s; closes s at its end. */
@@ -305,6 +309,8 @@ static void poll_once(struct agent *a, struct pollfd *p, struct watch *w)
 {
     size_t n = 0;
     bool full = input_full(a);
+    if (full) /* we are not listening: its beats wait in the channel */
+        a->heard_at = dcl_now_ms();
     p[n] = (struct pollfd){dcl_signals_fd(), POLLIN, 0}, w[n++] = (struct watch){NULL, -1};
     if (!a->link_lost) /* a full queue still sees the hang-up (POLLHUP) */
         p[n] = (struct pollfd){0, (short)(full ? 0 : POLLIN), 0}, w[n++] = (struct watch){NULL, 0};
@@ -315,6 +321,17 @@ static void poll_once(struct agent *a, struct pollfd *p, struct watch *w)
     for (size_t i = 1; i < n; i++)
         if (p[i].revents != 0)
             dispatch(a, &p[i], &w[i], full);
+}
+
+/* A partition keeps the channel open: silence for DCL_BEATS_MISSED beats
+ * means the launcher is gone all the same. */
+static void check_heartbeat(struct agent *a)
+{
+    int64_t quiet = dcl_now_ms() - a->heard_at;
+    if (a->beat_ms <= 0 || a->link_lost || quiet <= DCL_BEATS_MISSED * a->beat_ms)
+        return;
+    dcl_error("no heartbeat from the launcher for %lld ms; stopping the ranks", (long long)quiet);
+    a->link_lost = a->failed = true;
 }
 
 static void check_signals(struct agent *a)
@@ -330,6 +347,7 @@ static void supervise(struct agent *a, const char *host, struct pollfd *p, struc
     bool said = false;
     for (;;) {
         check_signals(a);
+        check_heartbeat(a);
         if (a->link_lost && !said) {
             said = true;
             dcl_info("the launcher is gone; stopping the ranks");
@@ -378,7 +396,7 @@ static void start_all(struct agent *a, struct dcl_agent_setup *s)
 
 static int run_ranks(struct dcl_agent_setup *s)
 {
-    struct agent a = {.n = s->n_ranks};
+    struct agent a = {.n = s->n_ranks, .beat_ms = s->beat_ms, .heard_at = dcl_now_ms()};
     a.ranks = calloc(a.n, sizeof *a.ranks);
     struct pollfd *p = calloc(2 + 3 * a.n, sizeof *p);
     struct watch *w = calloc(2 + 3 * a.n, sizeof *w);

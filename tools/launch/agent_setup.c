@@ -68,6 +68,8 @@ int dcl_setup_take(struct dcl_agent_setup *s, const struct dcl_frame *f)
         rc = add_rank(s, p);
     else if (f->type == DCL_W_SIZE)
         rc = dcl_parse_long(p, 1, LONG_MAX, &s->opts.nranks);
+    else if (f->type == DCL_W_BEAT)
+        rc = dcl_parse_long(p, 1, 3600000, &s->beat_ms);
     else if (f->type == DCL_W_VERBOSE)
         rc = 0, s->opts.verbose = dcl_verbose = true;
     else

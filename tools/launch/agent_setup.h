@@ -21,6 +21,7 @@ struct dcl_agent_setup {
     char *strs[DCL_S_N];
     char **argv;
     size_t argc;
+    long beat_ms; /* the launcher's heartbeat interval; 0: none promised */
 };
 
 /* Keeps one frame of the setup. Returns 1 on DCL_W_GO, 0 to go on, -1 for a

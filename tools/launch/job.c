@@ -287,6 +287,17 @@ static void reap(struct dcl_job *j)
     }
 }
 
+/* Each agent takes a silent launcher for gone (wire.h: DCL_W_BEAT). */
+static void beat(struct dcl_job *j, int64_t now)
+{
+    if (j->links_started == 0 || now < j->beat_at)
+        return;
+    j->beat_at = now + j->beat_ms;
+    for (int l = 0; l < j->links_started; l++)
+        if (j->links[l].running)
+            dcl_remote_send(&j->links[l], DCL_W_BEAT, NULL, 0);
+}
+
 static void check_signals(struct dcl_job *j)
 {
     int count;
@@ -422,6 +433,8 @@ static int next_timeout(const struct dcl_job *j)
         t = j->kill_at - now;
     if (j->drain_until != 0 && j->drain_until - now < t)
         t = j->drain_until - now;
+    if (j->links_started > 0 && j->beat_at - now < t)
+        t = j->beat_at - now;
     return t < 0 ? 0 : (int)t;
 }
 
@@ -464,6 +477,7 @@ int dcl_job_run(struct dcl_job *j)
             term_now(j);
         if (j->termed && !j->killed && now >= j->kill_at)
             kill_now(j);
+        beat(j, now);
         bool ended = !streams_open(j) && !links_running(j);
         if (!others_running(j, -1) && (ended || now >= j->drain_until))
             break;
