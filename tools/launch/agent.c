@@ -236,9 +236,9 @@ static int status_of(struct arank *k, const char *host)
 
 static void reap(struct arank *k)
 {
-    if (!k->r.running || waitpid(k->r.pid, &k->r.wstatus, WNOHANG) != k->r.pid)
+    /* Not reaped until its group's last kill (run_ranks): the pid stays ours. */
+    if (!k->r.running || dcl_rank_exited(&k->r, false) != 1)
         return;
-    k->r.running = false;
     dcl_input_close(&k->r);
     /* What the rank left in its group has no one to answer to here. */
     (void)kill(-k->r.pid, SIGTERM);
@@ -384,6 +384,7 @@ static void start_all(struct agent *a, struct dcl_agent_setup *s)
                 (void)kill(-k->r.pid, SIGKILL);
                 (void)waitpid(k->r.pid, NULL, 0);
             }
+            dcl_rank_reap(&k->r); /* one that failed to exec, after its last kill */
             dcl_input_close(&k->r);
             k->r.pid = -1;
             k->r.running = false;
@@ -411,6 +412,7 @@ static int run_ranks(struct dcl_agent_setup *s)
         struct arank *k = &a.ranks[i];
         if (k->r.pid > 0)
             (void)kill(-k->r.pid, SIGKILL); /* nothing of the job outlives its agent */
+        dcl_rank_reap(&k->r);               /* only now: its pid was its group's id */
         dcl_input_close(&k->r);
         dcl_stream_finish(&k->r.out, k->r.index, false);
         dcl_stream_finish(&k->r.err, k->r.index, false);

@@ -272,8 +272,9 @@ static void reap(struct dcl_job *j)
         struct dcl_rank *r = &j->ranks[i];
         if (!r->running || r->host != NULL) /* a remote one ends by a frame */
             continue;
-        pid_t w = waitpid(r->pid, &r->wstatus, WNOHANG);
-        if (w == 0 || (w < 0 && errno == EINTR))
+        /* Not reaped before the last kill of its group (dcl_job_free). */
+        int w = dcl_rank_exited(r, false);
+        if (w == 0)
             continue;
         r->running = false;
         if (w < 0) /* cannot happen for our own child; count it as a failure */
@@ -498,6 +499,8 @@ void dcl_job_free(struct dcl_job *j)
             (void)waitpid(r->pid, NULL, 0);
             r->running = false;
         }
+        if (r->host == NULL) /* after dcl_job_run's last kill of its group */
+            dcl_rank_reap(r);
         dcl_input_close(r);
         dcl_stream_finish(&r->out, i, j->tag);
         dcl_stream_finish(&r->err, i, j->tag);
