@@ -51,6 +51,28 @@ printf 'n1 slots=2\n# comment\nn2 slots=3\n' > "$T/mpi.hosts"
 FAKE_KIND=ompi DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hostfile "$T/mpi.hosts" -- prog
 expect_eq "$(cat "$FAKE_OUT")" "--hostfile $T/mpi.hosts -np 5 prog" "MPI hostfile passed through"
 
+# The JSON hostfile is read by the launcher's one parser: a host without
+# "ssh" is an error naming the entry, not a host skipped; bad names too.
+rm -f "$FAKE_OUT"
+printf '[{"ssh": "alpha"}, {"ips": ["10.0.0.2"]}]' > "$T/nossh.json"
+DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hostfile "$T/nossh.json" -- prog 2> "$T/e"
+expect_eq "$?" 2 "a host without \"ssh\" (--backend mpi)"
+grep -q "^distcomm-launch: --hostfile $T/nossh.json: host 1 has no \"ssh\" name: {\"ips\":\[\"10.0.0.2\"\]}$" "$T/e" ||
+    fail "unexpected message: $(cat "$T/e")"
+printf '{"backend": "mpi", "hosts": [{"ssh": "alpha"}, {"ssh": ""}]}' > "$T/nossh2.json"
+DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --hostfile "$T/nossh2.json" -- prog 2> "$T/e"
+expect_eq "$?" 2 "an empty \"ssh\" (backend mpi from the file)"
+grep -q 'host 1 has no "ssh" name: {"ssh":""}$' "$T/e" || fail "unexpected message: $(cat "$T/e")"
+DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hosts alpha,-oX=y -- prog 2> "$T/e"
+expect_eq "$?" 2 "a host name starting with '-' (--backend mpi)"
+grep -q "host name '-oX=y' starts with '-'" "$T/e" || fail "unexpected message: $(cat "$T/e")"
+printf '[{"ssh": "alpha", "ips": ["nope"]}]' > "$T/badip.json"
+DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hostfile "$T/badip.json" -- prog 2> "$T/e"
+expect_eq "$?" 2 "a bad \"ips\" value (--backend mpi)"
+grep -q "'nope' is not an IPv4 or IPv6 address" "$T/e" || fail "unexpected message: $(cat "$T/e")"
+[ -e "$FAKE_OUT" ] && fail "mpirun ran for a bad hostfile: $(cat "$FAKE_OUT")"
+expect_no_hostfile
+
 # Usage errors: status 2 and one line.
 launch --mpi-arg -v -- true 2> "$T/e"
 expect_eq "$?" 2 "--mpi-arg without --backend mpi"

@@ -11,11 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "addrplan.h"
 #include "emit.h"
 #include "hostinfo.h"
 #include "probe.h"
+#include "run.h"
 #include "topo.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -353,6 +356,55 @@ static void test_emit_mesh_ethernet_dot(void **state)
     free(s);
 }
 
+
+static void emit_new(FILE *f, const void *arg)
+{
+    (void)arg;
+    fputs("new\n", f);
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[64];
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* A symlink planted at the old fixed temporary name (<output>.tmp) must not
+ * be written through: the temporary file is made with mkstemp. */
+static void test_output_no_symlink(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/dcc-out.XXXXXX", victim[64], out[64], tmp[72];
+    assert_non_null(mkdtemp(dir));
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(out, sizeof out, "%s/ring.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("keep\n", f);
+    fclose(f);
+    assert_int_equal(symlink(victim, tmp), 0);
+    struct dcc_options o = {.output = out};
+    mode_t mask = umask(022);
+    assert_int_equal(dcc_write_hostfile(&o, emit_new, NULL), 0);
+    umask(mask);
+    assert_string_equal(slurp(victim), "keep\n");
+    assert_string_equal(slurp(out), "new\n");
+    struct stat st;
+    assert_int_equal(lstat(out, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0644); /* a hostfile, readable as before */
+    unlink(tmp);
+    unlink(out);
+    unlink(victim);
+    assert_int_equal(rmdir(dir), 0); /* nothing else left behind */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,7 +414,7 @@ int main(void)
         cmocka_unit_test(test_ring_two_missing), cmocka_unit_test(test_parallel_rings),
         cmocka_unit_test(test_two_hosts_unlinked), cmocka_unit_test(test_ring_of_16),
         cmocka_unit_test(test_subnets),        cmocka_unit_test(test_emit_ring),
-        cmocka_unit_test(test_emit_mesh_ethernet_dot),
+        cmocka_unit_test(test_emit_mesh_ethernet_dot), cmocka_unit_test(test_output_no_symlink),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,6 @@
 /* distcomm-config: mlx.distributed_config for Linux. Asks every host over
  * ssh for its interfaces, then writes an ethernet hostfile, or finds the
  * direct links (direct.c) and writes a ring or mesh hostfile. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,40 +9,6 @@
 #include "hostinfo.h"
 #include "remote.h"
 #include "run.h"
-
-void dcc_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(DCC_PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-int dcc_write_hostfile(const struct dcc_options *o, void (*emit)(FILE *, const void *), const void *arg)
-{
-    if (o->output == NULL) {
-        emit(stdout, arg);
-        return fflush(stdout) == 0 ? 0 : 1;
-    }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", o->output);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        dcc_error("cannot write %s: %m", tmp);
-        return 1;
-    }
-    emit(f, arg);
-    if (ferror(f) | (fclose(f) != 0) || rename(tmp, o->output) != 0) {
-        dcc_error("cannot write %s: %m", o->output);
-        remove(tmp);
-        return 1;
-    }
-    fprintf(stderr, DCC_PROG ": wrote %s; run a job with: distcomm-launch --hostfile %s -- <command>\n",
-            o->output, o->output);
-    return 0;
-}
 
 /* Every host at once: its ssh address and `ip -j addr`. Names every host
  * that could not be reached or answered oddly. */

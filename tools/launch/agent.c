@@ -21,7 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent_setup.h"
 #include "forward.h"
+#include "inbox.h"
 #include "hostfile.h"
 #include "job.h"
 #include "remote.h"
@@ -29,103 +31,8 @@
 #include "util.h"
 #include "wire.h"
 
-/* What the setup frames said. */
-struct setup {
-    struct dcl_options opts;
-    struct dcl_launch_env env;
-    int *ranks; /* the MLX_RANKs to run here */
-    size_t n_ranks;
-    char *strs[8]; /* owned single values: job, token, hostfile, cwd, host */
-    char **argv;
-    size_t argc;
-};
-
-/* Frames as they arrive on stdin; a frame is handled once complete. */
-static unsigned char *g_in;
-static size_t g_in_len, g_in_cap;
-
-static int read_exact(void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(0, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* One whole frame, blocking (setup only). Returns the type or -1. */
-static int read_frame(char **payload, size_t *len)
-{
-    unsigned char h[DCL_WIRE_HEADER];
-    if (read_exact(h, sizeof h) != 0)
-        return -1;
-    *len = dcl_wire_get32(h + 1);
-    if (*len > DCL_WIRE_MAX || (*payload = malloc(*len + 1)) == NULL)
-        return -1;
-    if (read_exact(*payload, *len) != 0) {
-        free(*payload);
-        return -1;
-    }
-    (*payload)[*len] = '\0';
-    return h[0];
-}
-
-static int add_word(char ***v, size_t *n, char *s)
-{
-    char **grown = realloc(*v, (*n + 2) * sizeof *grown);
-    if (grown == NULL)
-        return -1;
-    *v = grown;
-    grown[(*n)++] = s;
-    grown[*n] = NULL;
-    return 0;
-}
-
-static int add_rank(struct setup *s, int rank)
-{
-    int *grown = realloc(s->ranks, (s->n_ranks + 1) * sizeof *grown);
-    if (grown == NULL)
-        return -1;
-    s->ranks = grown;
-    s->ranks[s->n_ranks++] = rank;
-    return 0;
-}
-
-/* Keeps one frame of the setup; returns 1 on DCL_W_GO, 0 to go on, -1. */
-static int take(struct setup *s, int type, char *p)
-{
-    static const char keep[] = {DCL_W_JOB, DCL_W_TOKEN, DCL_W_HOSTFILE, DCL_W_CWD,
-                                DCL_W_CWD_TRY, DCL_W_HOST};
-    const char *k = memchr(keep, type, sizeof keep);
-    if (k != NULL) {
-        free(s->strs[k - keep]);
-        s->strs[k - keep] = p;
-        return 0;
-    }
-    int rc = 0;
-    if (type == DCL_W_ENV)
-        return add_word((char ***)&s->opts.envs, &s->opts.n_envs, p);
-    if (type == DCL_W_ARG)
-        return add_word(&s->argv, &s->argc, p);
-    if (type == DCL_W_RANK)
-        rc = add_rank(s, atoi(p));
-    else if (type == DCL_W_SIZE)
-        s->opts.nranks = atol(p);
-    else if (type == DCL_W_VERBOSE)
-        s->opts.verbose = dcl_verbose = true;
-    else if (type == DCL_W_GO)
-        rc = 1;
-    else
-        rc = -1;
-    free(p);
-    return rc;
-}
+/* The launcher's frames, during the setup and after. */
+static struct dcl_inbox g_in;
 
 static bool is_dir(const char *path)
 {
@@ -134,28 +41,33 @@ static bool is_dir(const char *path)
 }
 
 /* Reads the setup; returns 0, or the exit status after saying why not. */
-static int read_setup(struct setup *s)
+static int read_setup(struct dcl_agent_setup *s)
 {
-    int rc = 0, type;
-    char *p;
-    size_t len;
-    while (rc == 0 && (type = read_frame(&p, &len)) >= 0)
-        rc = take(s, type, p);
+    int rc = 0;
+    struct dcl_frame f;
+    while (rc == 0) {
+        int got = dcl_inbox_next(&g_in, &f);
+        if (got == 1)
+            rc = dcl_setup_take(s, &f);
+        else if (got < 0 || dcl_inbox_read(&g_in, 0) < 0)
+            rc = -1; /* DCL_INBOX_AGAIN (EINTR): read again */
+    }
     if (rc != 1 || s->argc == 0 || s->n_ranks == 0) {
         dcl_error("the launcher's setup was cut short or garbled");
         return 1;
     }
-    snprintf(dcl_where, sizeof dcl_where, "on %s", s->strs[5] ? s->strs[5] : "?");
+    char **v = s->strs;
+    snprintf(dcl_where, sizeof dcl_where, "on %s", v[DCL_S_HOST] ? v[DCL_S_HOST] : "?");
     s->env.opts = &s->opts;
     s->env.argv = s->argv;
-    s->env.job_id = s->strs[0] ? s->strs[0] : "";
-    s->env.job_token = s->strs[1] ? s->strs[1] : "";
-    s->opts.cwd = s->strs[3] ? s->strs[3] : is_dir(s->strs[4]) ? s->strs[4] : NULL;
-    if (s->strs[3] != NULL && !is_dir(s->strs[3])) {
-        dcl_error("cannot change directory to '%s': no such directory", s->strs[3]);
+    s->env.job_id = v[DCL_S_JOB] ? v[DCL_S_JOB] : "";
+    s->env.job_token = v[DCL_S_TOKEN] ? v[DCL_S_TOKEN] : "";
+    s->opts.cwd = v[DCL_S_CWD] ? v[DCL_S_CWD] : is_dir(v[DCL_S_CWD_TRY]) ? v[DCL_S_CWD_TRY] : NULL;
+    if (v[DCL_S_CWD] != NULL && !is_dir(v[DCL_S_CWD])) {
+        dcl_error("cannot change directory to '%s': no such directory", v[DCL_S_CWD]);
         return 1;
     }
-    s->env.hostfile = dcl_write_hostfile_text(s->strs[2] ? s->strs[2] : "[]");
+    s->env.hostfile = dcl_write_hostfile_text(v[DCL_S_HOSTFILE] ? v[DCL_S_HOSTFILE] : "[]");
     s->env.launcher_pid = getpid();
     return s->env.hostfile == NULL ? 1 : 0;
 }
@@ -174,6 +86,9 @@ struct agent {
     struct arank *ranks;
     size_t n;
     bool eof_sent, link_lost;
+    bool failed; /* the link broke its rules, or fell silent: exit 1 */
+    long beat_ms; /* the launcher's heartbeat interval (0: none) */
+    int64_t heard_at;
 };
 
 /* Messages about one rank name it, as the launcher would. */
@@ -245,47 +160,48 @@ static void on_input(struct agent *a, int type, const char *payload, size_t len)
             dcl_input_flush(&a->ranks[i].r, true);
 }
 
-/* Handles the complete frames at the front of g_in. */
+/* Not our launcher talking, or not in its rules: the link counts as lost. */
+static void link_broken(struct agent *a, size_t len)
+{
+    if (len > 0)
+        dcl_error("the launcher sent a frame of %zu bytes (the most is %u); stopping the ranks",
+                  len, DCL_WIRE_MAX);
+    else
+        dcl_error("out of memory for the launcher's frames; stopping the ranks");
+    a->link_lost = a->failed = true;
+}
+
+/* Handles the complete frames in g_in. */
 static void handle_frames(struct agent *a)
 {
-    size_t off = 0;
-    while (g_in_len - off >= DCL_WIRE_HEADER) {
-        const unsigned char *h = g_in + off;
-        size_t len = dcl_wire_get32(h + 1);
-        if (g_in_len - off - DCL_WIRE_HEADER < len)
-            break;
-        const unsigned char *payload = h + DCL_WIRE_HEADER;
-        if (h[0] == DCL_W_INPUT || h[0] == DCL_W_EOF)
-            on_input(a, h[0], (const char *)payload, len);
-        else if (h[0] == DCL_W_STOP)
+    struct dcl_frame f;
+    int got;
+    while ((got = dcl_inbox_next(&g_in, &f)) == 1) {
+        if (f.type == DCL_W_INPUT || f.type == DCL_W_EOF)
+            on_input(a, f.type, (const char *)f.payload, f.len);
+        else if (f.type == DCL_W_STOP)
             stop_all(a);
-        else if (h[0] == DCL_W_SHUT_OUT || h[0] == DCL_W_SHUT_ERR)
-            shut_stream(a, h[0], payload, len);
-        off += DCL_WIRE_HEADER + len;
+        else if (f.type == DCL_W_SHUT_OUT || f.type == DCL_W_SHUT_ERR)
+            shut_stream(a, f.type, f.payload, f.len);
     }
-    memmove(g_in, g_in + off, g_in_len - off);
-    g_in_len -= off;
+    if (got < 0)
+        link_broken(a, f.len);
 }
 
 /* The launcher's side of the channel; its end means the launcher is gone. */
 static void read_link(struct agent *a)
 {
-    if (g_in_cap - g_in_len < 65536) {
-        unsigned char *grown = realloc(g_in, g_in_cap + 65536);
-        if (grown == NULL)
-            return;
-        g_in = grown;
-        g_in_cap += 65536;
-    }
-    ssize_t n = read(0, g_in + g_in_len, g_in_cap - g_in_len);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    long n = dcl_inbox_read(&g_in, 0);
+    if (n == DCL_INBOX_AGAIN)
         return;
-    if (n <= 0) {
+    if (n == DCL_INBOX_NOMEM)
+        link_broken(a, 0);
+    else if (n == DCL_INBOX_END)
         a->link_lost = true;
-        return;
+    else {
+        a->heard_at = dcl_now_ms(); /* a heartbeat or any other frame */
+        handle_frames(a);
     }
-    g_in_len += (size_t)n;
-    handle_frames(a);
 }
 
 /* Sends what the rank wrote on s; closes s at its end. */
@@ -320,9 +236,9 @@ static int status_of(struct arank *k, const char *host)
 
 static void reap(struct arank *k)
 {
-    if (!k->r.running || waitpid(k->r.pid, &k->r.wstatus, WNOHANG) != k->r.pid)
+    /* Not reaped until its group's last kill (run_ranks): the pid stays ours. */
+    if (!k->r.running || dcl_rank_exited(&k->r, false) != 1)
         return;
-    k->r.running = false;
     dcl_input_close(&k->r);
     /* What the rank left in its group has no one to answer to here. */
     (void)kill(-k->r.pid, SIGTERM);
@@ -393,6 +309,8 @@ static void poll_once(struct agent *a, struct pollfd *p, struct watch *w)
 {
     size_t n = 0;
     bool full = input_full(a);
+    if (full) /* we are not listening: its beats wait in the channel */
+        a->heard_at = dcl_now_ms();
     p[n] = (struct pollfd){dcl_signals_fd(), POLLIN, 0}, w[n++] = (struct watch){NULL, -1};
     if (!a->link_lost) /* a full queue still sees the hang-up (POLLHUP) */
         p[n] = (struct pollfd){0, (short)(full ? 0 : POLLIN), 0}, w[n++] = (struct watch){NULL, 0};
@@ -403,6 +321,17 @@ static void poll_once(struct agent *a, struct pollfd *p, struct watch *w)
     for (size_t i = 1; i < n; i++)
         if (p[i].revents != 0)
             dispatch(a, &p[i], &w[i], full);
+}
+
+/* A partition keeps the channel open: silence for DCL_BEATS_MISSED beats
+ * means the launcher is gone all the same. */
+static void check_heartbeat(struct agent *a)
+{
+    int64_t quiet = dcl_now_ms() - a->heard_at;
+    if (a->beat_ms <= 0 || a->link_lost || quiet <= DCL_BEATS_MISSED * a->beat_ms)
+        return;
+    dcl_error("no heartbeat from the launcher for %lld ms; stopping the ranks", (long long)quiet);
+    a->link_lost = a->failed = true;
 }
 
 static void check_signals(struct agent *a)
@@ -418,6 +347,7 @@ static void supervise(struct agent *a, const char *host, struct pollfd *p, struc
     bool said = false;
     for (;;) {
         check_signals(a);
+        check_heartbeat(a);
         if (a->link_lost && !said) {
             said = true;
             dcl_info("the launcher is gone; stopping the ranks");
@@ -442,36 +372,39 @@ static void supervise(struct agent *a, const char *host, struct pollfd *p, struc
 }
 
 /* Starts every rank; one that cannot start is reported with its status. */
-static void start_all(struct agent *a, struct setup *s)
+static void start_all(struct agent *a, struct dcl_agent_setup *s)
 {
     for (size_t i = 0; i < a->n; i++) {
         struct arank *k = &a->ranks[i];
         k->r.index = s->ranks[i];
-        where_rank(k->r.index, s->strs[5]);
+        where_rank(k->r.index, s->strs[DCL_S_HOST]);
         int rc = dcl_spawn_rank(&k->r, &s->env);
         if (rc != 0) {
             if (k->r.running) { /* it ran, but we could not keep up with it */
                 (void)kill(-k->r.pid, SIGKILL);
                 (void)waitpid(k->r.pid, NULL, 0);
             }
+            dcl_rank_reap(&k->r); /* one that failed to exec, after its last kill */
             dcl_input_close(&k->r);
             k->r.pid = -1;
             k->r.running = false;
             k->status = rc;
         }
     }
-    snprintf(dcl_where, sizeof dcl_where, "on %s", s->strs[5] ? s->strs[5] : "?");
+    const char *host = s->strs[DCL_S_HOST];
+    snprintf(dcl_where, sizeof dcl_where, "on %s", host ? host : "?");
 }
 
-static int run_ranks(struct setup *s)
+static int run_ranks(struct dcl_agent_setup *s)
 {
-    struct agent a = {.n = s->n_ranks};
+    struct agent a = {.n = s->n_ranks, .beat_ms = s->beat_ms, .heard_at = dcl_now_ms()};
     a.ranks = calloc(a.n, sizeof *a.ranks);
     struct pollfd *p = calloc(2 + 3 * a.n, sizeof *p);
     struct watch *w = calloc(2 + 3 * a.n, sizeof *w);
     if (a.ranks != NULL && p != NULL && w != NULL) {
         start_all(&a, s);
-        supervise(&a, s->strs[5], p, w);
+        handle_frames(&a); /* what came along with the setup */
+        supervise(&a, s->strs[DCL_S_HOST], p, w);
     } else {
         dcl_error("out of memory");
     }
@@ -479,33 +412,21 @@ static int run_ranks(struct setup *s)
         struct arank *k = &a.ranks[i];
         if (k->r.pid > 0)
             (void)kill(-k->r.pid, SIGKILL); /* nothing of the job outlives its agent */
+        dcl_rank_reap(&k->r);               /* only now: its pid was its group's id */
         dcl_input_close(&k->r);
         dcl_stream_finish(&k->r.out, k->r.index, false);
         dcl_stream_finish(&k->r.err, k->r.index, false);
     }
-    int rc = a.ranks != NULL && p != NULL && w != NULL ? 0 : 1;
+    int rc = a.ranks != NULL && p != NULL && w != NULL && !a.failed ? 0 : 1;
     free(a.ranks);
     free(p);
     free(w);
     return rc;
 }
 
-static void free_setup(struct setup *s)
-{
-    for (size_t i = 0; i < sizeof s->strs / sizeof s->strs[0]; i++)
-        free(s->strs[i]);
-    for (size_t i = 0; i < s->opts.n_envs; i++)
-        free((char *)s->opts.envs[i]);
-    free(s->opts.envs);
-    for (size_t i = 0; i < s->argc; i++)
-        free(s->argv[i]);
-    free(s->argv);
-    free(s->ranks);
-}
-
 int dcl_agent_main(void)
 {
-    struct setup s;
+    struct dcl_agent_setup s;
     memset(&s, 0, sizeof s);
     if (dcl_signals_install() != 0) {
         dcl_error("cannot install signal handlers");
@@ -515,7 +436,7 @@ int dcl_agent_main(void)
     if (rc == 0)
         rc = run_ranks(&s);
     dcl_remove_hostfile();
-    free(g_in);
-    free_setup(&s);
+    dcl_inbox_free(&g_in);
+    dcl_setup_free(&s);
     return rc;
 }

@@ -67,7 +67,7 @@ static int add_rank(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ip
 static int add_host(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ips, long rep)
 {
     char *own = NULL;
-    if (n_ips == 0) {
+    if (n_ips == 0 && p->resolve) {
         if ((own = resolve(ssh)) == NULL)
             return -1;
         ips = &own;
@@ -84,6 +84,15 @@ static int add_host(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ip
     return rc;
 }
 
+/* ssh would take a name starting with '-' for an option (-oProxyCommand=...). */
+static bool option_like(const char *ssh)
+{
+    if (ssh[0] != '-')
+        return false;
+    dcl_error("--hosts: host name '%s' starts with '-'", ssh);
+    return true;
+}
+
 static int from_list(const char *list, long rep, struct dcl_plan *p)
 {
     char *copy = strdup(list), *save = NULL;
@@ -95,7 +104,7 @@ static int from_list(const char *list, long rep, struct dcl_plan *p)
     }
     for (char *t = rc ? NULL : strtok_r(copy, ",", &save); t != NULL && rc == 0;
          t = strtok_r(NULL, ",", &save))
-        rc = add_host(p, t, NULL, 0, rep);
+        rc = option_like(t) ? -1 : add_host(p, t, NULL, 0, rep);
     free(copy);
     return rc;
 }
@@ -129,6 +138,18 @@ bad:
     return -1;
 }
 
+/* "ips" go into the ring hostfile as they are: addresses only. */
+static int check_ips(const char *path, const char *what, char **ips, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!is_ip(ips[i])) {
+            dcl_error("--hostfile %s: %s: '%s' is not an IPv4 or IPv6 address", path, what,
+                      ips[i]);
+            return -1;
+        }
+    return 0;
+}
+
 static int from_hosts(const char *path, const cJSON *hosts, long rep,
                       struct dcl_plan *p)
 {
@@ -144,12 +165,21 @@ static int from_hosts(const char *path, const cJSON *hosts, long rep,
         char what[64], **ips;
         size_t n_ips;
         if (!cJSON_IsString(ssh) || ssh->valuestring[0] == '\0') {
-            dcl_error("--hostfile %s: host %zu has no \"ssh\" name", path, i);
+            char *text = cJSON_PrintUnformatted(host);
+            dcl_error("--hostfile %s: host %zu has no \"ssh\" name: %.200s", path, i,
+                      text ? text : "?");
+            free(text);
+            return -1;
+        }
+        if (ssh->valuestring[0] == '-') { /* ssh would take it for an option */
+            dcl_error("--hostfile %s: host %zu: host name '%s' starts with '-'", path, i,
+                      ssh->valuestring);
             return -1;
         }
         snprintf(what, sizeof what, "\"ips\" of host %zu", i++);
         int rc = strings(path, what, cJSON_GetObjectItemCaseSensitive(host, "ips"),
                          &ips, &n_ips);
+        rc = rc == 0 ? check_ips(path, what, ips, n_ips) : -1;
         rc = rc == 0 ? add_host(p, ssh->valuestring, ips, n_ips, rep) : -1;
         free(ips);
         if (rc != 0)
@@ -167,6 +197,8 @@ static int from_object(const char *path, const cJSON *root, long rep,
     size_t n;
     if (cJSON_IsString(b) && b->valuestring[0] != '\0')
         p->backend = strdup(b->valuestring);
+    if (p->backend != NULL && strcmp(p->backend, "mpi") == 0 && !p->backend_set)
+        p->resolve = false; /* mpirun's hosts: names as they are */
     if (strings(path, "\"envs\"", cJSON_GetObjectItemCaseSensitive(root, "envs"),
                 &envs, &n) != 0)
         return -1;
@@ -184,29 +216,42 @@ static int from_object(const char *path, const cJSON *root, long rep,
     return from_hosts(path, cJSON_GetObjectItemCaseSensitive(root, "hosts"), rep, p);
 }
 
-static int from_file(const char *path, long rep, struct dcl_plan *p)
+static int from_text(const char *path, const char *text, long rep, struct dcl_plan *p)
 {
-    char *text = dcl_read_hostfile(path);
-    if (text == NULL)
-        return -1;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
     if (root == NULL) {
         dcl_error("--hostfile %s: not MLX's JSON hostfile (bad JSON at byte %ld)", path,
                   end != NULL ? (long)(end - text) : 0L);
-        free(text);
         return -1;
     }
-    free(text);
     int rc = cJSON_IsObject(root) ? from_object(path, root, rep, p)
                                   : from_hosts(path, root, rep, p);
     cJSON_Delete(root);
     return rc;
 }
 
+static int from_file(const char *path, long rep, struct dcl_plan *p)
+{
+    char *text = dcl_read_hostfile(path);
+    if (text == NULL)
+        return -1;
+    int rc = from_text(path, text, rep, p);
+    free(text);
+    return rc;
+}
+
+int dcl_plan_hosts(const struct dcl_options *o, const char *text, struct dcl_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    return text ? from_text(o->hostfile, text, 1, p) : from_list(o->hosts, 1, p);
+}
+
 int dcl_plan_build(const struct dcl_options *o, struct dcl_plan *p)
 {
     memset(p, 0, sizeof *p);
+    p->resolve = true;
+    p->backend_set = o->backend_set;
     int rc = o->hostfile ? from_file(o->hostfile, o->nranks, p)
                          : from_list(o->hosts, o->nranks, p);
     if (rc != 0)
@@ -215,7 +260,7 @@ int dcl_plan_build(const struct dcl_options *o, struct dcl_plan *p)
     for (long r = 0; r < p->nranks; r++)
         locals += p->ranks[r].local;
     p->all_local = locals == (size_t)p->nranks;
-    if (locals > 0 && !p->all_local) {
+    if (locals > 0 && !p->all_local && p->resolve) {
         dcl_error("127.0.0.1/localhost cannot be mixed with other hosts: remote ranks "
                   "could not reach it; give this machine's address instead");
         return -1;

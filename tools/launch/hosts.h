@@ -22,11 +22,18 @@ struct dcl_plan {
     size_t n_envs;
     char *backend;          /* the hostfile's "backend", or NULL */
     bool all_local;
+    bool resolve;           /* a host without "ips" gets its name's address */
+    bool backend_set;       /* --backend given: the file's "backend" is not used */
 };
 
 /* Builds the plan from --hosts or --hostfile (and -n). Returns 0, or -1
  * after printing what is wrong with the list or the file. */
 int dcl_plan_build(const struct dcl_options *o, struct dcl_plan *p);
+
+/* The same parser for mpirun's hosts (--backend mpi): one entry per host as
+ * listed, names not resolved, no "ips" needed. text: the --hostfile's JSON
+ * (already read), or NULL for --hosts. Returns 0, or -1 after printing why. */
+int dcl_plan_hosts(const struct dcl_options *o, const char *text, struct dcl_plan *p);
 
 void dcl_plan_free(struct dcl_plan *p);
 

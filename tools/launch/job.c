@@ -272,8 +272,9 @@ static void reap(struct dcl_job *j)
         struct dcl_rank *r = &j->ranks[i];
         if (!r->running || r->host != NULL) /* a remote one ends by a frame */
             continue;
-        pid_t w = waitpid(r->pid, &r->wstatus, WNOHANG);
-        if (w == 0 || (w < 0 && errno == EINTR))
+        /* Not reaped before the last kill of its group (dcl_job_free). */
+        int w = dcl_rank_exited(r, false);
+        if (w == 0)
             continue;
         r->running = false;
         if (w < 0) /* cannot happen for our own child; count it as a failure */
@@ -285,6 +286,17 @@ static void reap(struct dcl_job *j)
         j->drain_until = dcl_now_ms() + DCL_DRAIN_MS;
         j->stdin_open = false;
     }
+}
+
+/* Each agent takes a silent launcher for gone (wire.h: DCL_W_BEAT). */
+static void beat(struct dcl_job *j, int64_t now)
+{
+    if (j->links_started == 0 || now < j->beat_at)
+        return;
+    j->beat_at = now + j->beat_ms;
+    for (int l = 0; l < j->links_started; l++)
+        if (j->links[l].running)
+            dcl_remote_send(&j->links[l], DCL_W_BEAT, NULL, 0);
 }
 
 static void check_signals(struct dcl_job *j)
@@ -422,6 +434,8 @@ static int next_timeout(const struct dcl_job *j)
         t = j->kill_at - now;
     if (j->drain_until != 0 && j->drain_until - now < t)
         t = j->drain_until - now;
+    if (j->links_started > 0 && j->beat_at - now < t)
+        t = j->beat_at - now;
     return t < 0 ? 0 : (int)t;
 }
 
@@ -464,6 +478,7 @@ int dcl_job_run(struct dcl_job *j)
             term_now(j);
         if (j->termed && !j->killed && now >= j->kill_at)
             kill_now(j);
+        beat(j, now);
         bool ended = !streams_open(j) && !links_running(j);
         if (!others_running(j, -1) && (ended || now >= j->drain_until))
             break;
@@ -484,6 +499,8 @@ void dcl_job_free(struct dcl_job *j)
             (void)waitpid(r->pid, NULL, 0);
             r->running = false;
         }
+        if (r->host == NULL) /* after dcl_job_run's last kill of its group */
+            dcl_rank_reap(r);
         dcl_input_close(r);
         dcl_stream_finish(&r->out, i, j->tag);
         dcl_stream_finish(&r->err, i, j->tag);

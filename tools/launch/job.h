@@ -32,6 +32,8 @@ struct dcl_job {
     int stop_signals; /* SIGINT/SIGTERM/SIGHUP seen, to escalate on a second one */
     int64_t term_at, kill_at;
     int64_t drain_until; /* 0 until every rank has exited */
+    long beat_ms;        /* heartbeats to the agents every beat_ms (wire.h) */
+    int64_t beat_at;
     /* Remote ranks: one ssh per host runs the agent that runs all of the
      * host's ranks (one login each, whatever sshd's MaxStartups); those
      * ranks' streams get their bytes from its frames (link.c). */

@@ -53,6 +53,8 @@ void dcl_remote_setup(struct dcl_job *j, int l, const struct dcl_launch_env *e)
         snprintf(num, sizeof num, "%d", i);
         send_str(link, DCL_W_RANK, num);
     }
+    snprintf(num, sizeof num, "%ld", j->beat_ms);
+    send_str(link, DCL_W_BEAT, num);
     send_str(link, DCL_W_GO, "");
 }
 

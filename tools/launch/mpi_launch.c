@@ -16,8 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
+#include "hosts.h"
 #include "signals.h"
 #include "util.h"
 
@@ -105,51 +104,6 @@ static void remove_hostfile(void)
     g_hostfile[0] = '\0';
 }
 
-static int push_host(char ***hosts, size_t *n, const char *name)
-{
-    char **h = realloc(*hosts, (*n + 1) * sizeof *h);
-    if (h == NULL)
-        return -1;
-    *hosts = h;
-    h[(*n)++] = strdup(name);
-    return 0;
-}
-
-/* MLX's JSON hostfile (a list of hosts, or {"hosts": [...]}): every host's
- * "ssh" name, in order. */
-static int json_hosts(const char *text, char ***hosts, size_t *n)
-{
-    cJSON *root = cJSON_Parse(text);
-    if (root == NULL) {
-        dcl_error("--hostfile: not valid JSON");
-        return -1;
-    }
-    const cJSON *list = cJSON_IsObject(root)
-                            ? cJSON_GetObjectItemCaseSensitive(root, "hosts")
-                            : root, *host;
-    int rc = 0;
-    cJSON_ArrayForEach(host, list) {
-        const cJSON *ssh = cJSON_GetObjectItemCaseSensitive(host, "ssh");
-        if (cJSON_IsString(ssh) && rc == 0)
-            rc = push_host(hosts, n, ssh->valuestring);
-    }
-    cJSON_Delete(root);
-    return rc;
-}
-
-/* --hosts a,b,c */
-static int list_hosts(const char *list, char ***hosts, size_t *n)
-{
-    char *copy = strdup(list), *save = NULL;
-    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t != NULL;
-         t = strtok_r(NULL, ",", &save)) {
-        if (push_host(hosts, n, t) != 0)
-            break;
-    }
-    free(copy);
-    return copy == NULL ? -1 : 0;
-}
-
 /* An MPI hostfile already: passed as it is; its slots give the rank count. */
 static long mpi_file_slots(const char *text)
 {
@@ -166,7 +120,7 @@ static long mpi_file_slots(const char *text)
     return total;
 }
 
-static int write_hostfile(const struct dialect *d, char **hosts, size_t n, long per)
+static int write_hostfile(const struct dialect *d, const struct dcl_plan *p, long per)
 {
     const char *dir = getenv("TMPDIR");
     snprintf(g_hostfile, sizeof g_hostfile, "%s/distcomm-mpi-hosts-XXXXXX",
@@ -179,16 +133,15 @@ static int write_hostfile(const struct dialect *d, char **hosts, size_t n, long 
         return -1;
     }
     atexit(remove_hostfile);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s%s%ld\n", hosts[i], d->slots, per);
+    for (long i = 0; i < p->nranks; i++)
+        fprintf(f, "%s%s%ld\n", p->ranks[i].ssh, d->slots, per);
     return fclose(f) == 0 ? 0 : -1;
 }
 
 /* Adds the hostfile and -np to a. Returns -1 after printing why. */
 static int add_hosts(const struct dcl_options *o, const struct dialect *d, struct args *a)
 {
-    char **hosts = NULL, *text = NULL, np[32];
-    size_t n = 0;
+    char *text = NULL, np[32];
     long total = o->nranks;
     int rc = 0;
     if (o->hostfile != NULL && (text = dcl_read_hostfile(o->hostfile)) == NULL)
@@ -200,20 +153,17 @@ static int add_hosts(const struct dcl_options *o, const struct dialect *d, struc
         add(a, d->hostfile);
         add(a, o->hostfile);
     } else if (text != NULL || o->hosts != NULL) {
-        rc = text ? json_hosts(text, &hosts, &n) : list_hosts(o->hosts, &hosts, &n);
-        if (rc == 0 && n == 0)
-            dcl_error("%s names no host", text ? "--hostfile (no \"ssh\" entry)" : "--hosts");
-        rc = rc == 0 && n > 0 ? write_hostfile(d, hosts, n, o->nranks) : -1;
-        total = o->nranks * (long)n;
+        struct dcl_plan plan; /* the launcher's own parser: one set of rules */
+        rc = dcl_plan_hosts(o, text, &plan);
+        rc = rc == 0 ? write_hostfile(d, &plan, o->nranks) : -1;
+        total = o->nranks * plan.nranks;
+        dcl_plan_free(&plan);
         add(a, d->hostfile);
         add(a, g_hostfile);
     }
     snprintf(np, sizeof np, "%ld", total);
     add(a, "-np");
     add(a, np);
-    for (size_t i = 0; i < n; i++)
-        free(hosts[i]);
-    free(hosts);
     free(text);
     return rc;
 }

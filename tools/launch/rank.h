@@ -28,7 +28,9 @@ struct dcl_rank {
     char **ssh_argv;  /* remote: the ssh command that runs the agent there */
     pid_t pid;        /* also its process group id */
     bool running;     /* not reaped yet */
-    int wstatus;      /* from waitpid once reaped */
+    int wstatus;      /* how it ended, once it has (dcl_rank_exited) */
+    bool unreaped;    /* ended but not reaped: a zombie holds its pid, so a kill of
+                       * its group can never reach a stranger that got the pid */
     int in_fd;        /* write end of its stdin (non-blocking), -1 when closed */
     struct dcl_inq inq;
     struct dcl_stream out, err;

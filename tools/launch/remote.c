@@ -123,6 +123,7 @@ static int probe_start(struct host_probe *h, const char *script)
 {
     struct words w = {0};
     ssh_words(&w);
+    words_add(&w, "--"); /* the host is never an option */
     words_add(&w, h->ssh);
     words_add(&w, script);
     char *line = NULL;
@@ -319,6 +320,7 @@ static int make_argvs(struct dcl_job *j, const struct dcl_plan *p, struct host_p
             cmd = NULL;
         free(qa);
         ssh_words(&argvs[l]);
+        words_add(&argvs[l], "--"); /* the host is never an option */
         words_add(&argvs[l], hs[l].ssh);
         words_add(&argvs[l], cmd ? cmd : "");
         bool ok = cmd != NULL && !argvs[l].oom;
@@ -332,6 +334,17 @@ static int make_argvs(struct dcl_job *j, const struct dcl_plan *p, struct host_p
                 j->links[l].index = (int)r;
     }
     return 0;
+}
+
+/* DISTCOMM_HEARTBEAT_MS: how often the agents hear from us (tests set it low). */
+static int heartbeat_ms(long *ms)
+{
+    const char *s = getenv("DISTCOMM_HEARTBEAT_MS");
+    *ms = DCL_BEAT_MS_DEFAULT;
+    if (s == NULL || *s == '\0' || dcl_parse_long(s, 10, 600000, ms) == 0)
+        return 0;
+    dcl_error("DISTCOMM_HEARTBEAT_MS='%s': not a number of milliseconds from 10 to 600000", s);
+    return -1;
 }
 
 static int run_job(const struct dcl_options *o, const struct dcl_plan *p, char **argv,
@@ -349,6 +362,8 @@ static int run_job(const struct dcl_options *o, const struct dcl_plan *p, char *
         rc = 1;
     if (rc != 0)
         dcl_error("out of memory");
+    if (rc == 0 && heartbeat_ms(&job.beat_ms) != 0)
+        rc = 2;
     if (rc == 0 && (dcl_random_hex(job_id, sizeof job_id, 8) != 0 ||
                     dcl_random_hex(token, sizeof token, 16) != 0))
         rc = 1;

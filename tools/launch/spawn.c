@@ -101,10 +101,39 @@ static int make_pipes(int pipes[4][2])
     return 0;
 }
 
-static int explain(const struct dcl_launch_env *e, const struct dcl_rank *r, struct report rep)
+int dcl_rank_exited(struct dcl_rank *r, bool block)
+{
+    siginfo_t si;
+    si.si_pid = 0;
+    int flags = WEXITED | WNOWAIT | (block ? 0 : WNOHANG);
+    if (waitid(P_PID, (id_t)r->pid, &si, flags) != 0)
+        return errno == EINTR ? 0 : -1;
+    if (si.si_pid == 0)
+        return 0;
+    if (si.si_code == CLD_EXITED)
+        r->wstatus = (si.si_status & 0xff) << 8;
+    else /* CLD_KILLED, CLD_DUMPED: as waitpid would say */
+        r->wstatus = (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+    r->running = false;
+    r->unreaped = true;
+    return 1;
+}
+
+void dcl_rank_reap(struct dcl_rank *r)
+{
+    if (!r->unreaped)
+        return;
+    while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
+        continue;
+    r->unreaped = false;
+}
+
+static int explain(const struct dcl_launch_env *e, struct dcl_rank *r, struct report rep)
 {
     int rank = r->index;
-    waitpid(r->pid, NULL, 0);
+    while (dcl_rank_exited(r, true) == 0) /* its group may be signalled later */
+        continue;
+    r->running = false;
     const char *cmd = r->ssh_argv ? r->ssh_argv[0] : e->argv[0];
     if (rep.stage == STAGE_CHDIR) {
         dcl_error("rank %d: cannot change directory to '%s': %s", rank, e->opts->cwd,
@@ -137,10 +166,8 @@ static int adopt(struct dcl_rank *r, const struct dcl_launch_env *e, int pipes[4
         n = read(pipes[3][0], &rep, sizeof rep);
     } while (n < 0 && errno == EINTR);
     close(pipes[3][0]);
-    if (n == (ssize_t)sizeof rep) {
-        r->running = false;
+    if (n == (ssize_t)sizeof rep)
         return explain(e, r, rep);
-    }
     if (out_ok != 0 || err_ok != 0) {
         dcl_error("out of memory");
         return 1;

@@ -25,4 +25,13 @@ struct dcl_launch_env {
  * launcher should end with (127 not found, 126 not executable, 1 other). */
 int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e);
 
+/* Whether r's process has ended (waiting for it when `block`), without
+ * reaping it: 1 with r->wstatus set, r->running false and r->unreaped true;
+ * 0 while it runs; -1 on an error. Reap with dcl_rank_reap after the last
+ * kill of its group. */
+int dcl_rank_exited(struct dcl_rank *r, bool block);
+
+/* Reaps r's process if it has ended unreaped. */
+void dcl_rank_reap(struct dcl_rank *r);
+
 #endif

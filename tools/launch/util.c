@@ -15,7 +15,7 @@
 bool dcl_verbose = false;
 char dcl_where[128];
 
-static void vsay(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static void vsay(const char *fmt, va_list ap)
 {
     /* One fprintf per piece on an unbuffered stderr could let a rank's line
      * land in the middle; format into one buffer and write it at once. */

@@ -31,11 +31,18 @@ enum dcl_wire {
     DCL_W_STOP = 'K',     /* stop every rank (SIGTERM, then SIGKILL after a grace) */
     DCL_W_SHUT_OUT = 'S', /* rank: our stdout is gone, so close its stdout (EPIPE) */
     DCL_W_SHUT_ERR = 's', /* rank: the same for stderr */
+    DCL_W_BEAT = 'H',     /* in the setup: the heartbeat interval (ms, decimal); after
+                           * DCL_W_GO: one heartbeat. An agent that hears nothing for
+                           * DCL_BEATS_MISSED intervals takes the launcher for gone (a
+                           * partition leaves the channel open for many minutes). */
     /* agent -> launcher */
     DCL_W_OUT = 'o',      /* rank, bytes of its stdout */
     DCL_W_ERR = 'e',      /* rank, bytes of its stderr */
     DCL_W_EXIT = 'x',     /* rank, its status (4 bytes): exit code, 128+N for signal N */
 };
+
+#define DCL_BEATS_MISSED 5
+#define DCL_BEAT_MS_DEFAULT 1000
 
 #define DCL_WIRE_HEADER 5
 #define DCL_WIRE_RANK 4 /* the rank at the front of the agent's payloads */
