@@ -1,11 +1,15 @@
 #!/bin/bash
 # flood.sh PROBE STRANGER: set-up under a flood of silent strangers on a
 # slow link: rank 1 reaches rank 0 through a relay that delays every chunk
-# by 0.7 s, more than the 0.5 s after which a crowded acceptor drops a
-# pending handshake. Rank 1 connects after 32 of 128 strangers; set-up
-# must still complete on both ranks (the acceptor drops the silent ones
-# first and only when a newcomer waits; a connector that was dropped
-# dials again).
+# by 3.5 s, far more than the 0.5 s after which a crowded acceptor drops a
+# pending handshake (and less than the 5 s it gives a hello). Rank 1
+# connects after 4 of 64 strangers: the 28 that fill the acceptor's 32
+# slots and the next 5 push it out (the older silent ones go first); its
+# second connection comes after the 32 left in the slots, and the 27
+# strangers after it are too few to push it out. Set-up must complete on
+# both ranks, rank 1 having dialed again (the acceptor drops
+# the silent ones first and only when a newcomer waits; a connector that
+# was dropped dials again, and its new connection gets a handshake).
 set -u
 probe=$1 stranger=$2
 . "$(dirname "$0")/../mp/mp_lib.sh"
@@ -16,7 +20,7 @@ base=$(mp_port_base)
 printf '[["127.0.0.1:%d"],["127.0.0.1:%d"]]\n' "$base" $((base + 1)) >"$mp_tmp/hf0.json"
 # rank 1 reaches rank 0 through the slow relay
 printf '[["127.0.0.1:%d"],["127.0.0.1:%d"]]\n' $((base + 5)) $((base + 1)) >"$mp_tmp/hf1.json"
-/usr/bin/python3 "$relay" $((base + 5)) "127.0.0.1:$base" --delay 0.7 \
+/usr/bin/python3 "$relay" $((base + 5)) "127.0.0.1:$base" --delay 3.5 \
   >"$mp_tmp/relay" 2>&1 &
 mp_pids+=($!)
 wait_for "$mp_tmp/relay" "relay listening" 10 || { fail "relay did not start"; mp_finish; }
@@ -25,10 +29,10 @@ MLX_HOSTFILE=$mp_tmp/hf0.json MLX_RANK=0 timeout -k 2 80 "$probe" init \
 r0=$!
 mp_pids+=("$r0")
 sleep 1
-for i in $(seq 1 128); do
+for i in $(seq 1 64); do
   timeout -k 2 40 "$stranger" silent "127.0.0.1:$base" >/dev/null 2>&1 &
   mp_pids+=($!)
-  if [ "$i" -eq 32 ]; then
+  if [ "$i" -eq 4 ]; then
     MLX_HOSTFILE=$mp_tmp/hf1.json MLX_RANK=1 timeout -k 2 80 "$probe" init \
       >"$mp_tmp/r1" 2>&1 &
     r1=$!
@@ -38,6 +42,12 @@ for i in $(seq 1 128); do
 done
 wait "$r0"; rc0=$?
 wait "$r1"; rc1=$?
+redials=$(grep -c 'dialing again' "$mp_tmp/r1")
+if [ "$redials" -ge 1 ]; then
+  ok "rank 1 was dropped and dialed again $redials time(s)"
+else
+  fail "rank 1 was never dropped: the flood did not reach the redial path"
+fi
 for r in 0 1; do
   rc=$rc0; [ $r -eq 1 ] && rc=$rc1
   if [ "$rc" -eq 0 ] && grep -q "^OK rank $r size 2" "$mp_tmp/r$r"; then

@@ -139,7 +139,9 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
   dc_hello reply;
   int fd;
   dc_status st = dial(g, p, q, lane, deadline, &fd, err, errlen);
-  for (int tries = 1; st == DC_OK; tries++) {
+  if (st != DC_OK)
+    return st;
+  for (int tries = 1;; tries++) {
     st = handshake(fd, p, auth, q, lane, deadline, &reply, err, errlen);
     if (st == DC_OK)
       break;
@@ -153,8 +155,6 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
     if (dial(g, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
       return st; /* the first error says more */
   }
-  if (st != DC_OK)
-    return st;
   dc_conn *k = &t->conns[q * ring_lanes(p) + lane];
   k->fd = fd;
   k->host = reply.host;
