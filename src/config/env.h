@@ -66,7 +66,27 @@
   X(SLURM_PROCID, "SLURM_PROCID", TEXT, "unset", 0, 0,                        \
     "set by srun (with SLURM_NTASKS): the MPI backend applies")                \
   X(SLURM_NTASKS, "SLURM_NTASKS", NUMBER, "-1", 0, 1073741823,                \
-    "world size srun announces (-1: unknown)")
+    "world size srun announces (-1: unknown)")                                 \
+  X(JACCL_COORDINATOR, "MLX_JACCL_COORDINATOR", TEXT, "unset", 0, 0,          \
+    "ip:port where rank 0 runs the rendezvous (MLX's JACCL name)")             \
+  X(COORDINATOR, "DISTCOMM_COORDINATOR", TEXT, "unset", 0, 0,                 \
+    "host:port where rank 0 runs the rendezvous (when MLX_JACCL_COORDINATOR "  \
+    "is unset)")                                                               \
+  X(MASTER_ADDR, "MASTER_ADDR", TEXT, "unset", 0, 0,                          \
+    "torchrun's rendezvous host (with MASTER_PORT), when neither of the two "  \
+    "above is set")                                                            \
+  X(MASTER_PORT, "MASTER_PORT", TEXT, "unset", 0, 0,                          \
+    "torchrun's rendezvous port (with MASTER_ADDR)")                           \
+  X(WORLD_SIZE_MLX, "MLX_WORLD_SIZE", NUMBER, "-1", 1, 1073741823,            \
+    "world size with a coordinator (else WORLD_SIZE, SLURM_NTASKS, "           \
+    "OMPI_COMM_WORLD_SIZE, PMI_SIZE)")                                         \
+  X(TORCH_RANK, "RANK", TEXT, "unset", 0, 0,                                  \
+    "torchrun's rank: with a coordinator, when MLX_RANK is unset")             \
+  X(TORCH_WORLD_SIZE, "WORLD_SIZE", NUMBER, "-1", 1, 1073741823,              \
+    "torchrun's world size: with a coordinator, when MLX_WORLD_SIZE is unset") \
+  X(IFNAME, "DISTCOMM_IFNAME", TEXT, "the interface that routes to the "      \
+    "coordinator", 0, 0,                                                       \
+    "with a coordinator: the interfaces (comma-separated) a rank listens on")
 
 typedef enum dc_env_id {
 #define DC_ENV_ID_(id, name, kind, def, lo, hi, meaning) DC_ENV_##id,

@@ -95,6 +95,10 @@ extern const dc_backend_ops dc_single_ops;
 /* Build the world ring group from MLX_RANK / MLX_HOSTFILE. DC_ERR_UNAVAILABLE
  * when they are not set; other errors name what is wrong (dc_last_error). */
 dc_status dc_ring_init(dc_group **out);
+/* The world ring group through a coordinator's rendezvous (MLX_JACCL_
+ * COORDINATOR, DISTCOMM_COORDINATOR or MASTER_ADDR, with a rank and a world
+ * size): DC_ERR_UNAVAILABLE when no coordinator is set. */
+dc_status dc_ring_coord_init(dc_group **out);
 /* The MPI world group when started by an MPI launcher (src/backends/mpi). */
 dc_status dc_mpi_init(dc_group **out);
 

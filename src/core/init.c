@@ -17,8 +17,9 @@ typedef struct backend_entry {
 } backend_entry;
 
 static const backend_entry backends[] = {
-    {"ring", dc_ring_init}, /* MLX_RANK + MLX_HOSTFILE */
-    {"mpi", dc_mpi_init},   /* started by mpirun / mpiexec / srun */
+    {"ring", dc_ring_init},       /* MLX_RANK + MLX_HOSTFILE */
+    {"ring", dc_ring_coord_init}, /* a coordinator + rank + size */
+    {"mpi", dc_mpi_init},         /* started by mpirun / mpiexec / srun */
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 

@@ -1,0 +1,81 @@
+/* The world ring group without a hostfile: rank, size and one coordinator
+ * address from the environment (bootstrap/coordinator.h). Each rank listens
+ * on ports the kernel picks, the rendezvous gives every rank's, and set-up
+ * goes on as from a hostfile. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/ring/ring.h"
+#include "bootstrap/coordinator.h"
+#include "config/env.h"
+#include "transport/sock.h"
+
+static void close_all(int *fds, int n) {
+  for (int i = 0; i < n; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+}
+
+/* Listen on each local address; the ports the kernel gave are in mine. */
+static dc_status listen_local(const dc_coord *c, dc_addr *mine, int *n,
+                              int *fds, char *err, size_t errlen) {
+  dc_status st = dc_coord_local_addrs(c, mine, DC_HOSTFILE_MAX_ADDRS, n, err,
+                                      errlen);
+  for (int i = 0; st == DC_OK && i < *n; i++) {
+    char why[160];
+    st = dc_sock_listen(&mine[i], &fds[i], why, sizeof why);
+    if (st != DC_OK) {
+      snprintf(err, errlen, "rank %d %s", c->rank, why);
+      close_all(fds, i);
+    }
+  }
+  return st;
+}
+
+static dc_status build(const dc_coord *c, double timeout, dc_group **out,
+                       char *err, size_t errlen) {
+  dc_addr mine[DC_HOSTFILE_MAX_ADDRS];
+  int fds[DC_HOSTFILE_MAX_ADDRS], n = 0;
+  dc_status st = listen_local(c, mine, &n, fds, err, errlen);
+  if (st != DC_OK)
+    return st;
+  dc_hostfile all;
+  uint64_t job;
+  st = dc_coord_rendezvous(c, mine, n, dc_now() + timeout, &all, &job, err,
+                           errlen);
+  if (st == DC_OK) {
+    ring_plan p = {c->rank, c->size, n, ring_sockets(), all.addrs, fds,
+                   job, 1, 0, ring_neighbours_env()};
+    st = ring_build(&p, mine, timeout, out, err, errlen);
+    dc_hostfile_free(&all);
+  }
+  close_all(fds, n);
+  return st;
+}
+
+dc_status dc_ring_coord_init(dc_group **out) {
+  *out = NULL;
+  char err[700];
+  dc_coord c;
+  dc_status st = dc_coord_from_env(&c, err, sizeof err);
+  if (st == DC_ERR_UNAVAILABLE)
+    return dc_init_fail(st, "init: no coordinator is configured (none of "
+                        "MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR, "
+                        "MASTER_ADDR is set)");
+  if (st == DC_OK && !dc_env_str(DC_ENV_JOB_TOKEN) && c.size > 1 &&
+      dc_env_verbose())
+    fprintf(stderr, "[distcomm rank %d] the job is not authenticated: no "
+            "DISTCOMM_JOB_TOKEN, so any process that reaches the coordinator can "
+            "join or disturb the job\n", c.rank);
+  if (st == DC_OK)
+    st = build(&c, dc_default_timeout(), out, err, sizeof err);
+  if (st != DC_OK)
+    return dc_init_fail(st, "init: %s", err);
+  ring_impl *R = (*out)->impl;
+  dc_log(*out, "ring ready by coordinator %s (%s): rank %d of %d, %d "
+         "connection(s) per peer", c.addr.text, c.from, c.rank, c.size,
+         R->naddrs * R->sockets);
+  return DC_OK;
+}

@@ -1,0 +1,225 @@
+/* Where the coordinator is, who we are, and which addresses to listen on:
+ * the variables users already have, first found wins.
+ *   address: MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR,
+ *            MASTER_ADDR + MASTER_PORT (torchrun)
+ *   rank:    MLX_RANK, RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK
+ *   size:    MLX_WORLD_SIZE, WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE,
+ *            PMI_SIZE */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/coordinator.h"
+#include "config/env.h"
+#include "transport/sock.h"
+
+static const dc_env_id rank_vars[] = {DC_ENV_RANK, DC_ENV_TORCH_RANK,
+                                      DC_ENV_SLURM_PROCID, DC_ENV_OMPI_RANK,
+                                      DC_ENV_PMI_RANK};
+static const dc_env_id size_vars[] = {DC_ENV_WORLD_SIZE_MLX,
+                                      DC_ENV_TORCH_WORLD_SIZE,
+                                      DC_ENV_SLURM_NTASKS, DC_ENV_OMPI_SIZE,
+                                      DC_ENV_PMI_SIZE};
+#define NVARS(a) (sizeof a / sizeof a[0])
+
+/* The coordinator's "host:port" text and the variable it came from; NULL
+ * when none is set. */
+static const char *address_text(char *buf, size_t n, const char **from,
+                                char *err, size_t errlen) {
+  const char *s = dc_env_str(DC_ENV_JACCL_COORDINATOR);
+  if (s && *s)
+    return *from = "MLX_JACCL_COORDINATOR", s;
+  s = dc_env_str(DC_ENV_COORDINATOR);
+  if (s && *s)
+    return *from = "DISTCOMM_COORDINATOR", s;
+  const char *h = dc_env_str(DC_ENV_MASTER_ADDR);
+  const char *p = dc_env_str(DC_ENV_MASTER_PORT);
+  if (h && *h && p && *p) {
+    snprintf(buf, n, strchr(h, ':') && h[0] != '[' ? "[%s]:%s" : "%s:%s", h, p);
+    return *from = "MASTER_ADDR/MASTER_PORT", buf;
+  }
+  if ((h && *h) || (p && *p))
+    snprintf(err, errlen, "%s is set but %s is not: torchrun sets both",
+             h && *h ? "MASTER_ADDR" : "MASTER_PORT",
+             h && *h ? "MASTER_PORT" : "MASTER_ADDR");
+  return NULL;
+}
+
+/* "ip:port" numerically, else "name:port" through the resolver. */
+static dc_status resolve(const char *text, const char *from, dc_addr *a,
+                         char *err, size_t errlen) {
+  char why[160];
+  if (dc_addr_parse(text, 0, a, why, sizeof why) == DC_OK)
+    return DC_OK;
+  char host[256];
+  const char *colon = strrchr(text, ':');
+  size_t hl = colon ? (size_t)(colon - text) : 0;
+  if (!colon || hl == 0 || hl >= sizeof host || !colon[1] ||
+      strlen(text) >= sizeof a->text) {
+    snprintf(err, errlen, "%s='%s' is not host:port", from, text);
+    return DC_ERR_CONFIG;
+  }
+  memcpy(host, text, hl);
+  host[hl] = '\0';
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+  int rc = getaddrinfo(host, colon + 1, &hints, &res);
+  if (rc != 0 || !res || res->ai_addrlen > sizeof a->sa) {
+    snprintf(err, errlen, "%s='%s': cannot resolve %s: %s", from, text, host,
+             rc ? gai_strerror(rc) : "no address");
+    if (res)
+      freeaddrinfo(res);
+    return DC_ERR_CONFIG;
+  }
+  memset(a, 0, sizeof *a);
+  memcpy(&a->sa, res->ai_addr, res->ai_addrlen);
+  a->salen = res->ai_addrlen;
+  memcpy(a->text, text, strlen(text) + 1); /* fits: checked above */
+  freeaddrinfo(res);
+  return DC_OK;
+}
+
+/* The first of vars that is set: its value through dc_env_parse_int. */
+static dc_status first_int(const dc_env_id *vars, size_t n, long *out,
+                           const char **name, char *err, size_t errlen) {
+  for (size_t i = 0; i < n; i++) {
+    const char *s = dc_env_str(vars[i]);
+    if (s && *s) {
+      *name = dc_env_info(vars[i])->name;
+      return dc_env_parse_int(*name, s, out, err, errlen);
+    }
+  }
+  *name = NULL;
+  return DC_OK;
+}
+
+dc_status dc_coord_from_env(dc_coord *c, char *err, size_t errlen) {
+  char buf[320];
+  err[0] = '\0';
+  const char *text = address_text(buf, sizeof buf, &c->from, err, errlen);
+  if (!text)
+    return err[0] ? DC_ERR_CONFIG : DC_ERR_UNAVAILABLE;
+  dc_status st = resolve(text, c->from, &c->addr, err, errlen);
+  long rank = 0, size = 0;
+  const char *rn, *sn;
+  if (st == DC_OK)
+    st = first_int(rank_vars, NVARS(rank_vars), &rank, &rn, err, errlen);
+  if (st == DC_OK)
+    st = first_int(size_vars, NVARS(size_vars), &size, &sn, err, errlen);
+  if (st != DC_OK)
+    return st;
+  if (!rn || !sn || size < 1) {
+    snprintf(err, errlen, "%s is set, but %s: set %s", c->from,
+             !rn ? "no rank is" : "no world size is",
+             !rn ? "MLX_RANK (or RANK, SLURM_PROCID)"
+                 : "MLX_WORLD_SIZE (or WORLD_SIZE, SLURM_NTASKS) to 1 or more");
+    return DC_ERR_CONFIG;
+  }
+  if (rank >= size) {
+    snprintf(err, errlen, "%s=%ld is out of range: %s=%ld (ranks 0..%ld)", rn,
+             rank, sn, size, size - 1);
+    return DC_ERR_CONFIG;
+  }
+  c->rank = (int)rank;
+  c->size = (int)size;
+  return DC_OK;
+}
+
+/* The local address that routes to the coordinator (a UDP connect sends
+ * nothing). */
+static dc_status routed(const dc_coord *c, dc_addr *a, char *err,
+                        size_t errlen) {
+  int fd = socket(c->addr.sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  memset(a, 0, sizeof *a);
+  a->salen = sizeof a->sa;
+  if (fd < 0 ||
+      connect(fd, (const struct sockaddr *)&c->addr.sa, c->addr.salen) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a->sa, &a->salen) != 0) {
+    snprintf(err, errlen, "no route to the coordinator %s (%s): set "
+             "DISTCOMM_IFNAME to the interface to use", c->addr.text, c->from);
+    if (fd >= 0)
+      close(fd);
+    return DC_ERR_CONFIG;
+  }
+  close(fd);
+  return DC_OK;
+}
+
+/* The first usable address of interface name: IPv4, else global IPv6. */
+static int iface_addr(const struct ifaddrs *all, const char *name,
+                      dc_addr *a) {
+  const struct ifaddrs *best = NULL;
+  for (const struct ifaddrs *i = all; i; i = i->ifa_next) {
+    if (!i->ifa_addr || strcmp(i->ifa_name, name) != 0)
+      continue;
+    int fam = i->ifa_addr->sa_family;
+    const struct sockaddr_in6 *s6 = (const void *)i->ifa_addr;
+    if (fam == AF_INET && (!best || best->ifa_addr->sa_family != AF_INET))
+      best = i;
+    else if (fam == AF_INET6 && !best &&
+             !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr))
+      best = i;
+  }
+  if (!best)
+    return 0;
+  memset(a, 0, sizeof *a);
+  a->salen = best->ifa_addr->sa_family == AF_INET
+                 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+  memcpy(&a->sa, best->ifa_addr, a->salen);
+  return 1;
+}
+
+static dc_status named(const char *list, dc_addr *out, int max, int *n,
+                       char *err, size_t errlen) {
+  struct ifaddrs *all = NULL;
+  if (getifaddrs(&all) != 0) {
+    snprintf(err, errlen, "DISTCOMM_IFNAME: cannot list interfaces");
+    return DC_ERR_SYSTEM;
+  }
+  char names[512];
+  snprintf(names, sizeof names, "%s", list);
+  dc_status st = DC_OK;
+  *n = 0;
+  for (char *save = NULL, *s = strtok_r(names, ",", &save); s && st == DC_OK;
+       s = strtok_r(NULL, ",", &save)) {
+    if (*n == max) {
+      snprintf(err, errlen, "DISTCOMM_IFNAME='%s' names more than %d "
+               "interfaces", list, max);
+      st = DC_ERR_CONFIG;
+    } else if (!iface_addr(all, s, &out[*n])) {
+      snprintf(err, errlen, "DISTCOMM_IFNAME='%s': interface %s does not "
+               "exist or has no usable address", list, s);
+      st = DC_ERR_CONFIG;
+    } else {
+      (*n)++;
+    }
+  }
+  freeifaddrs(all);
+  if (st == DC_OK && *n == 0) {
+    snprintf(err, errlen, "DISTCOMM_IFNAME='%s' names no interface", list);
+    st = DC_ERR_CONFIG;
+  }
+  return st;
+}
+
+dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max,
+                               int *n, char *err, size_t errlen) {
+  const char *list = dc_env_str(DC_ENV_IFNAME);
+  dc_status st = list && *list ? named(list, out, max, n, err, errlen)
+                               : routed(c, out, err, errlen);
+  if (!(list && *list))
+    *n = st == DC_OK;
+  for (int i = 0; st == DC_OK && i < *n; i++) { /* the kernel picks ports */
+    if (out[i].sa.ss_family == AF_INET)
+      ((struct sockaddr_in *)&out[i].sa)->sin_port = 0;
+    else
+      ((struct sockaddr_in6 *)&out[i].sa)->sin6_port = 0;
+    dc_sock_name(&out[i].sa, out[i].text, sizeof out[i].text);
+  }
+  return st;
+}

@@ -1,0 +1,53 @@
+/* Rendezvous through one coordinator address (src/bootstrap/coordinator.c).
+ *
+ * For jobs that a scheduler or a shell loop starts with no hostfile: every
+ * process knows its rank, the world size and one address where rank 0
+ * listens (MLX's MLX_JACCL_COORDINATOR, our DISTCOMM_COORDINATOR, torchrun's
+ * MASTER_ADDR/MASTER_PORT). Each rank listens on ports the kernel picks,
+ * sends its addresses to rank 0 (one message), and gets every rank's back
+ * (one message): the result is the table a hostfile would have given, so
+ * the transport sets up the same way after it.
+ *
+ * Rank 0 refuses the rendezvous, on every rank that joined, when two
+ * processes claim one rank, when a rank announces another world size or
+ * another number of addresses, or when a rank has not come by the timeout
+ * (naming the missing ranks). A joiner whose coordinator dies learns it from
+ * the closed connection at once. No message carries the job token: a
+ * stranger can make a rendezvous fail (clearly), and with a token it cannot
+ * join the job, because every connection after it proves the token.
+ *
+ * Nothing here knows dc_group: errors come back as text. */
+#ifndef DC_BOOTSTRAP_COORDINATOR_H
+#define DC_BOOTSTRAP_COORDINATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/hostfile.h"
+
+typedef struct dc_coord {
+  dc_addr addr;       /* where rank 0 listens */
+  const char *from;   /* the variable(s) it came from, for messages */
+  int rank, size;
+} dc_coord;
+
+/* The coordinator, rank and size from the environment (the order is in
+ * coordinator.c and the README). DC_ERR_UNAVAILABLE when no coordinator
+ * address is set; DC_ERR_CONFIG naming the variable when one is malformed
+ * or the rank or size is missing. */
+dc_status dc_coord_from_env(dc_coord *c, char *err, size_t errlen);
+
+/* The addresses (port 0) this rank should listen on: one per interface of
+ * DISTCOMM_IFNAME, or the address that routes to the coordinator. */
+dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max,
+                               int *n, char *err, size_t errlen);
+
+/* Exchange addresses: mine[0..n) are this rank's listeners (ports set).
+ * On success *all is every rank's (free with dc_hostfile_free) and *job the
+ * job id rank 0 chose (DISTCOMM_JOB_ID, or random). Every wait ends by
+ * deadline (rank 0) or a little after (joiners wait for rank 0's verdict). */
+dc_status dc_coord_rendezvous(const dc_coord *c, const dc_addr *mine, int n,
+                              double deadline, dc_hostfile *all,
+                              uint64_t *job, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,177 @@
+#!/bin/bash
+# coordinator.sh PROBE CONFORMANCE: jobs started by hand (a shell loop, as
+# a Slurm script would) with one coordinator address and no hostfile.
+# Every variable set users have works (ours, MLX's JACCL names, torchrun's,
+# Slurm's rank and size); late ranks are waited for; a missing rank, two
+# processes claiming one rank, a world-size disagreement and a coordinator
+# that dies are each a clear error on every rank, within the timeout.
+set -u
+probe=$1 conf=$2
+. "$(dirname "$0")/mp_lib.sh"
+unset MLX_RANK MLX_HOSTFILE DISTCOMM_JOB_TOKEN MLX_WORLD_SIZE RANK WORLD_SIZE \
+  MASTER_ADDR MASTER_PORT SLURM_PROCID SLURM_NTASKS DISTCOMM_COORDINATOR \
+  MLX_JACCL_COORDINATOR OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK DISTCOMM_IFNAME
+export DISTCOMM_TIMEOUT=20
+
+# start NAME RANK VAR=VALUE... -- CMD...: one rank in the background,
+# output in $mp_tmp/NAME.RANK, pid in pid_NAME_RANK.
+start() {
+  local name=$1 r=$2
+  shift 2
+  local vars=()
+  while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+  shift
+  env "${vars[@]}" timeout -k 2 "${limit:-60}" "$@" >"$mp_tmp/$name.$r" 2>&1 &
+  mp_pids+=($!)
+  eval "pid_${name}_$r=$!"
+}
+
+# finish NAME N: wait for ranks 0..N-1; "ok" when each exited 0 and said OK.
+expect_ok() {
+  local name=$1 n=$2 what=$3 r pid bad=0
+  for ((r = 0; r < n; r++)); do
+    pid=$(eval echo "\$pid_${name}_$r")
+    if ! wait "$pid" || ! grep -q "^OK rank\|checks passed, 0 failed" "$mp_tmp/$name.$r"; then
+      bad=1
+      fail "$what: rank $r: $(tail -3 "$mp_tmp/$name.$r")"
+    fi
+  done
+  [ $bad -eq 0 ] && ok "$what"
+}
+
+# expect_err NAME RANK MAXMS WORD...: that rank failed (exit 3) within
+# MAXMS of $t0, and its error has every WORD.
+expect_err() {
+  local name=$1 r=$2 max=$3 pid rc dt out
+  shift 3
+  pid=$(eval echo "\$pid_${name}_$r")
+  wait "$pid"
+  rc=$?
+  dt=$(($(now_ms) - t0))
+  out=$(grep -v '^\[distcomm' "$mp_tmp/$name.$r")
+  if [ "$rc" -ne 3 ] || ! contains "$out" "$@"; then
+    fail "$name rank $r: exit $rc (want 3), want '$*' in: $out"
+  elif [ "$dt" -gt "$max" ]; then
+    fail "$name rank $r: took $dt ms (at most $max): $out"
+  else
+    ok "$name rank $r ($dt ms): $out"
+  fi
+}
+
+port() { echo $(($(mp_port_base) + $1)); }
+
+# 4 ranks, the conformance suite, rank 0 last and 1 s after the others.
+limit=400
+p=$(port 0)
+for r in 3 2 1; do
+  start conf $r DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=$r MLX_WORLD_SIZE=4 \
+    -- "$conf" --size 4 --quick
+  sleep 0.3
+done
+sleep 1
+start conf 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=0 MLX_WORLD_SIZE=4 \
+  -- "$conf" --size 4 --quick
+expect_ok conf 4 "4 ranks by DISTCOMM_COORDINATOR, arriving late: conformance"
+
+# The same over TCP only, by torchrun's names (a name, not an address).
+p=$(port 1)
+for r in 0 1 2; do
+  start torch $r MASTER_ADDR=localhost MASTER_PORT=$p RANK=$r WORLD_SIZE=3 \
+    DISTCOMM_SHM=0 -- "$conf" --size 3 --counts 0,1,7,4099
+done
+expect_ok torch 3 "3 ranks by MASTER_ADDR=localhost/MASTER_PORT/RANK/WORLD_SIZE over TCP: conformance"
+limit=60
+
+# MLX's JACCL names, and Slurm's rank and size (the coordinator comes before
+# the MPI backend that SLURM_PROCID alone would pick).
+p=$(port 2)
+for r in 0 1; do
+  start jaccl $r MLX_JACCL_COORDINATOR=127.0.0.1:$p MLX_RANK=$r \
+    MLX_WORLD_SIZE=2 -- "$probe" init
+done
+expect_ok jaccl 2 "MLX_JACCL_COORDINATOR + MLX_RANK + MLX_WORLD_SIZE"
+p=$(port 3)
+for r in 0 1 2; do
+  start slurm $r DISTCOMM_COORDINATOR=127.0.0.1:$p SLURM_PROCID=$r \
+    SLURM_NTASKS=3 -- "$probe" init
+done
+expect_ok slurm 3 "DISTCOMM_COORDINATOR + SLURM_PROCID + SLURM_NTASKS"
+
+# The coordinator's port is held for 2 s by another program: rank 0 retries.
+p=$(port 4)
+"$probe" occupy "$p" 2 >"$mp_tmp/occupy" 2>&1 &
+mp_pids+=($!)
+wait_for "$mp_tmp/occupy" "listening" 5 || fail "could not occupy port $p"
+for r in 0 1; do
+  start busy $r DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=$r MLX_WORLD_SIZE=2 \
+    -- "$probe" init
+done
+expect_ok busy 2 "the coordinator port busy for 2 s"
+
+# Errors: every rank that joined says what went wrong, within the timeout.
+export DISTCOMM_TIMEOUT=3
+p=$(port 5)
+t0=$(now_ms)
+for r in 0 1; do
+  start missing $r DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=$r \
+    MLX_WORLD_SIZE=4 -- "$probe" init
+done
+expect_err missing 0 8000 ERR_TIMEOUT "missing rank(s) 2 3" "2 of 4"
+expect_err missing 1 8000 ERR_TIMEOUT "missing rank(s) 2 3" "rank 0"
+
+p=$(port 6)
+t0=$(now_ms)
+for r in 0 1 2; do
+  rr=$r; [ $r -eq 2 ] && rr=1
+  start twice $r DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=$rr \
+    MLX_WORLD_SIZE=3 -- "$probe" init
+  sleep 0.2
+done
+for r in 0 1 2; do
+  expect_err twice $r 2500 ERR_CONFIG "rank 1 was claimed twice"
+done
+
+p=$(port 7)
+t0=$(now_ms)
+start size 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=0 MLX_WORLD_SIZE=2 \
+  -- "$probe" init
+start size 1 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=1 MLX_WORLD_SIZE=3 \
+  -- "$probe" init
+expect_err size 0 2500 ERR_CONFIG "world size disagreement" "3 ranks" "rank 0 with 2"
+expect_err size 1 2500 ERR_CONFIG "world size disagreement" "3 ranks" "rank 0 with 2"
+
+# The coordinator dies during the rendezvous: the joined rank knows at once.
+p=$(port 8)
+export DISTCOMM_TIMEOUT=30
+start dies 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=0 MLX_WORLD_SIZE=3 \
+  -- "$probe" init
+start dies 1 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=1 MLX_WORLD_SIZE=3 \
+  -- "$probe" init
+sleep 1
+t0=$(now_ms)
+pkill -9 -P "$pid_dies_0" mp_probe 2>/dev/null
+kill -9 "$pid_dies_0" 2>/dev/null
+expect_err dies 1 3000 ERR_PEER_LOST "coordinator 127.0.0.1:$p" "closed the connection" "did rank 0 exit?"
+
+# Nobody listens: a bounded wait naming the coordinator.
+export DISTCOMM_TIMEOUT=2
+p=$(port 9)
+t0=$(now_ms)
+start alone 1 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=1 MLX_WORLD_SIZE=2 \
+  -- "$probe" init
+expect_err alone 1 6000 ERR_TIMEOUT "could not reach the coordinator 127.0.0.1:$p" "is rank 0 running?"
+
+# Configuration errors, at once.
+t0=$(now_ms)
+start norank 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_WORLD_SIZE=2 \
+  -- "$probe" init
+expect_err norank 0 1500 ERR_CONFIG "DISTCOMM_COORDINATOR is set, but no rank is"
+start noport 0 MASTER_ADDR=127.0.0.1 RANK=0 WORLD_SIZE=2 -- "$probe" init
+expect_err noport 0 1500 ERR_CONFIG "MASTER_ADDR is set but MASTER_PORT is not"
+start range 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=2 MLX_WORLD_SIZE=2 \
+  -- "$probe" init
+expect_err range 0 1500 ERR_CONFIG "MLX_RANK=2 is out of range" "MLX_WORLD_SIZE=2"
+start badaddr 0 DISTCOMM_COORDINATOR=nohost.invalid:1 MLX_RANK=0 \
+  MLX_WORLD_SIZE=2 -- "$probe" init
+expect_err badaddr 0 5000 ERR_CONFIG "DISTCOMM_COORDINATOR='nohost.invalid:1'" "cannot resolve"
+mp_finish
