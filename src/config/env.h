@@ -39,6 +39,9 @@
     "job id in hex, set by the launcher: two jobs never cross-connect")        \
   X(JOB_TOKEN, "DISTCOMM_JOB_TOKEN", TEXT, "unset (no proof asked)", 0, 0,    \
     "per-job secret that peers prove they hold, set by the launcher")          \
+  X(JOB_TOKEN_FILE, "DISTCOMM_JOB_TOKEN_FILE", TEXT, "unset", 0, 0,          \
+    "a file (mode 600, ours) whose first line is the job token, when "         \
+    "DISTCOMM_JOB_TOKEN is unset")                                             \
   X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                           \
     "TCP connections per hostfile address (1 to 16)")                          \
   X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,           \

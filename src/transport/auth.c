@@ -5,10 +5,14 @@
 #include "config/env.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The few libsodium calls used, with their documented signatures (no
  * <sodium.h>: the library builds without it). */
@@ -125,12 +129,56 @@ static struct {
   char err[256];
 } env_token;
 
+/* DISTCOMM_JOB_TOKEN_FILE's first line into tok: the file must be ours
+ * and unreadable by others, as an ssh key must. */
+static dc_status token_file(const char *path, char *tok, size_t cap,
+                            char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  ssize_t n = -1;
+  const char *why = NULL;
+  if (fd < 0 || fstat(fd, &st) != 0)
+    why = strerror(errno);
+  else if (st.st_uid != geteuid())
+    why = "it is not owned by this user";
+  else if (st.st_mode & 077)
+    why = "group or others may read or write it (chmod 600 it)";
+  else if ((n = read(fd, tok, cap - 1)) < 0)
+    why = strerror(errno);
+  if (fd >= 0)
+    close(fd);
+  if (why) {
+    snprintf(err, errlen, "DISTCOMM_JOB_TOKEN_FILE=%s: %s", path, why);
+    return DC_ERR_CONFIG;
+  }
+  tok[n] = '\0';
+  tok[strcspn(tok, "\r\n")] = '\0';
+  return DC_OK;
+}
+
+/* DISTCOMM_JOB_TOKEN, else DISTCOMM_JOB_TOKEN_FILE's token. */
+static dc_status read_env_token(dc_auth *a, char *err, size_t errlen) {
+  const char *tok = dc_env_str(DC_ENV_JOB_TOKEN);
+  const char *path = dc_env_str(DC_ENV_JOB_TOKEN_FILE);
+  if ((tok && *tok) || !path || !*path)
+    return dc_auth_from_token(tok, a, err, errlen);
+  char buf[4096];
+  dc_status st = token_file(path, buf, sizeof buf, err, errlen);
+  if (st == DC_OK && !buf[0]) {
+    snprintf(err, errlen, "DISTCOMM_JOB_TOKEN_FILE=%s is empty", path);
+    st = DC_ERR_CONFIG;
+  }
+  if (st == DC_OK)
+    st = dc_auth_from_token(buf, a, err, errlen);
+  memset(buf, 0, sizeof buf);
+  return st;
+}
+
 dc_status dc_auth_from_env(dc_auth *a, char *err, size_t errlen) {
   pthread_mutex_lock(&env_lock);
   if (!env_token.read) {
-    env_token.st = dc_auth_from_token(dc_env_str(DC_ENV_JOB_TOKEN),
-                                      &env_token.auth, env_token.err,
-                                      sizeof env_token.err);
+    env_token.st = read_env_token(&env_token.auth, env_token.err,
+                                  sizeof env_token.err);
     env_token.read = 1;
     unsetenv(dc_env_info(DC_ENV_JOB_TOKEN)->name);
   }

@@ -108,6 +108,38 @@ for r in 0 1; do
 done
 expect_ok busy 2 "the coordinator port busy for 2 s"
 
+# A hand-started job with a token file: every connection proves it; a file
+# others may read is refused; another token is refused by the peers.
+umask 077
+printf 'coordinator-test-token-%s\n' "$RANDOM$RANDOM" >"$mp_tmp/token"
+printf 'another-token-of-a-stranger-%s\n' "$RANDOM" >"$mp_tmp/other"
+cp "$mp_tmp/token" "$mp_tmp/open"
+chmod 644 "$mp_tmp/open"
+p=$(port 10)
+for r in 0 1; do
+  start tokf $r DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=$r MLX_WORLD_SIZE=2 \
+    DISTCOMM_JOB_TOKEN_FILE="$mp_tmp/token" DISTCOMM_VERBOSE=1 -- "$probe" init
+done
+expect_ok tokf 2 "DISTCOMM_JOB_TOKEN_FILE (mode 600)"
+if grep -q "job token proven" "$mp_tmp/tokf.1" &&
+  ! grep -q "not authenticated" "$mp_tmp/tokf.0"; then
+  ok "the token file's token was proven"
+else
+  fail "no proof logged with a token file: $(cat "$mp_tmp/tokf.1")"
+fi
+t0=$(now_ms)
+start tokopen 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=0 MLX_WORLD_SIZE=1 \
+  DISTCOMM_JOB_TOKEN_FILE="$mp_tmp/open" -- "$probe" init
+expect_err tokopen 0 2000 ERR_CONFIG "DISTCOMM_JOB_TOKEN_FILE=$mp_tmp/open" "chmod 600"
+export DISTCOMM_TIMEOUT=5
+p=$(port 11)
+t0=$(now_ms)
+start tokbad 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=0 MLX_WORLD_SIZE=2 \
+  DISTCOMM_JOB_TOKEN_FILE="$mp_tmp/token" -- "$probe" init
+start tokbad 1 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=1 MLX_WORLD_SIZE=2 \
+  DISTCOMM_JOB_TOKEN_FILE="$mp_tmp/other" -- "$probe" init
+expect_err tokbad 1 12000 ERR_AUTH "did not prove the job token"
+
 # Errors: every rank that joined says what went wrong, within the timeout.
 export DISTCOMM_TIMEOUT=3
 p=$(port 5)
