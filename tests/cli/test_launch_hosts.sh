@@ -24,7 +24,7 @@ bad "not MLX's JSON hostfile" --hostfile "$T/h2.json"
 printf '[{"ips": ["10.0.0.1"]}]' > "$T/h3.json"
 bad 'host 0 has no "ssh" name' --hostfile "$T/h3.json"
 printf '{"backend": "nccl", "hosts": [{"ssh": "10.0.0.1"}]}' > "$T/h4.json"
-bad 'backend "nccl" is not supported yet' --hostfile "$T/h4.json"
+bad 'backend "nccl": distcomm has no NCCL backend' --hostfile "$T/h4.json"
 bad "give --hosts or --hostfile" --hosts 10.0.0.1 --hostfile "$T/h4.json"
 
 # Loopback names are this machine: local ranks, -n each, no ssh.
