@@ -21,6 +21,11 @@ config --hosts "$(hostlist)" --over direct --backend ring --auto-setup --output 
 check_json "$hf" 'h["backend"] == "ring" and h["envs"] == ["DISTCOMM_RING_NEIGHBOURS=1"]' "not a neighbours-only ring hostfile"
 check_json "$hf" '[x["ssh"] for x in h["hosts"]] == ["10.99.0.%d" % i for i in (1, 2, 3, 4)]' "wrong ring order"
 check_json "$hf" 'all(len(x["ips"]) == 1 for x in h["hosts"])' "one ring expected"
+# MLX's --backend jaccl-ring is the same ring here; --env joins "envs"
+config --hosts "$(hostlist)" --over thunderbolt --backend jaccl-ring --no-auto-setup --env DC_X=1 \
+    --output "$HOSTS_DIR/jr.json" || fail "--backend jaccl-ring failed"
+check_json "$HOSTS_DIR/jr.json" 'h["envs"] == ["DISTCOMM_RING_NEIGHBOURS=1", "DC_X=1"] and h["hosts"] == json.load(open(sys.argv[1].replace("jr.json", "ring.json")))["hosts"]' \
+    "jaccl-ring with --env differs from the ring"
 # rank r's address is on its link from rank r-1: host 1 <- 4, 2 <- 1, ...
 left=(0 4 1 2 3)
 for i in 1 2 3 4; do
