@@ -21,6 +21,12 @@ config --hosts "$(hostlist)" --over direct --backend ring --auto-setup --output 
 check_json "$hf" 'h["backend"] == "ring" and h["envs"] == ["DISTCOMM_RING_NEIGHBOURS=1"]' "not a neighbours-only ring hostfile"
 check_json "$hf" '[x["ssh"] for x in h["hosts"]] == ["10.99.0.%d" % i for i in (1, 2, 3, 4)]' "wrong ring order"
 check_json "$hf" 'all(len(x["ips"]) == 1 for x in h["hosts"])' "one ring expected"
+# on a terminal (script(1)): a progress line per host while probing links
+if command -v script >/dev/null; then
+    hosts_exec 1 timeout 60 script -qec "$CONFIG --hosts $(hostlist) --over direct --dot" /dev/null >"$HOSTS_DIR/tty" 2>&1
+    [ "$(grep -c "^distcomm-config: probing links: 10.99.0.[1-4] answered ([1-4]/4)" "$HOSTS_DIR/tty")" = 4 ] ||
+        fail "no progress lines while probing: $(cat "$HOSTS_DIR/tty")"
+fi
 # MLX's --backend jaccl-ring is the same ring here; --env joins "envs"
 config --hosts "$(hostlist)" --over thunderbolt --backend jaccl-ring --no-auto-setup --env DC_X=1 \
     --output "$HOSTS_DIR/jr.json" || fail "--backend jaccl-ring failed"

@@ -29,7 +29,7 @@ static int gather(struct dcc_topo *t, bool ignore_unreachable)
     struct dcc_job jobs[DCC_MAX_HOSTS];
     for (int h = 0; h < t->nhosts; h++)
         jobs[h] = (struct dcc_job){.host = t->hosts[h].ssh, .script = dcc_info_script};
-    dcc_ssh_all(jobs, t->nhosts, 30);
+    dcc_ssh_all(jobs, t->nhosts, 30, "checking hosts");
     for (int h = t->nhosts - 1; ignore_unreachable && h >= 0; h--)
         if (jobs[h].status != 0)
             drop_host(t, jobs, h);
