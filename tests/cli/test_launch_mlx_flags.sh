@@ -1,7 +1,7 @@
 # MLX's flags that only name things: --python runs a .py command with that
 # interpreter, --print-python prints it (no command needed), --nccl-port is
-# accepted and checked; and both tools refuse an unknown flag with one line
-# and the --help hint (distcomm-config sits beside the launcher).
+# accepted and checked; and the three tools (distcomm-config and distcomm-perf
+# sit beside the launcher) refuse an unknown flag with one line and the hint.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 C=$(dirname "$L")/distcomm-config
@@ -36,12 +36,13 @@ launch --nccl-port 70000 -- true 2> "$T/e" && fail "--nccl-port 70000 accepted"
 grep -q "nccl-port: '70000' is not an integer from 1 to 65535" "$T/e" || fail "bad --nccl-port: $(cat "$T/e")"
 
 # Unknown flags: status 2, the flag named on one line, then the hint.
-for tool in "$L" "$C"; do
+for tool in "$L" "$C" "$(dirname "$L")/distcomm-perf"; do
     name=$(basename "$tool")
     timeout 10 "$tool" --no-such-flag --hosts 127.0.0.1 > "$T/o" 2> "$T/e"
     expect_eq "$?" 2 "$name --no-such-flag: status"
     expect_eq "$(wc -l < "$T/e")" 2 "$name --no-such-flag: lines: $(cat "$T/e")"
     head -1 "$T/e" | grep -q "^$name: unknown option.*--no-such-flag" || fail "$name: flag not named: $(cat "$T/e")"
+    [ "$name" = distcomm-perf ] && { timeout 10 "$tool" -t 2> "$T/e"; expect_eq "$?" 2 "distcomm-perf -t"; }
     expect_eq "$(tail -1 "$T/e")" "Try '$name --help' for more information." "$name: hint"
     [ -s "$T/o" ] && fail "$name printed on stdout: $(cat "$T/o")"
 done
