@@ -118,4 +118,61 @@ fi
 # cmake --install into a DESTDIR with another prefix: the .pc follows it.
 DESTDIR=$T/d timeout 60 cmake --install "$B" --prefix /opt/dc > "$T/inst.log" 2>&1 || fail "cmake --install: $(tail -3 "$T/inst.log")"
 grep -q '^prefix=/opt/dc$' "$T/d/opt/dc/lib/$arch/pkgconfig/distcomm.pc" || fail "cmake --install --prefix /opt/dc: .pc prefix"
+# Installed for real with dpkg -i (its dependency check, its ldconfig), on
+# this machine but in a private mount namespace where /usr, /etc and /var are
+# overlays whose changes vanish with it; then used with no path hints at all.
+if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null || ! command -v dpkg >/dev/null; then
+    echo "note: not root or no unshare/dpkg: dpkg -i into an overlay not tried"
+    echo "package round trip passed ($(basename "$deb"), unpacked only)"
+    exit 0
+fi
+before=$(dpkg-query -W -f '${Status}' distcomm 2>/dev/null)
+cat > "$T/inside.sh" <<'IN'
+set -eu
+T=$1 deb=$2 S=$3 CC=$4
+for d in usr etc var; do
+    mkdir -p "$T/ovl/$d/up" "$T/ovl/$d/work"
+    mount -t overlay overlay -o "lowerdir=/$d,upperdir=$T/ovl/$d/up,workdir=$T/ovl/$d/work" "/$d"
+done
+echo "overlays: /usr /etc /var"
+dpkg -i --no-triggers "$deb" > "$T/dpkg.log" 2>&1 || { cat "$T/dpkg.log"; echo "FAIL: dpkg -i"; exit 1; }
+mkdir -p "$T/inst" && cd "$T/inst"
+# shellcheck disable=SC2046 # the flags are words
+"$CC" -o hello-pc "$S/examples/hello/hello.c" $(pkg-config --cflags --libs distcomm)
+mkdir proj
+printf 'cmake_minimum_required(VERSION 3.18)\nproject(u C)\nfind_package(distcomm REQUIRED)\nadd_executable(hello %s)\ntarget_link_libraries(hello PRIVATE distcomm::distcomm)\n' \
+    "$S/examples/hello/hello.c" > proj/CMakeLists.txt
+cmake -S proj -B proj/b -DCMAKE_C_COMPILER="$CC" > cmake.log 2>&1 || { cat cmake.log; exit 1; }
+grep "^distcomm_DIR:PATH=" proj/b/CMakeCache.txt
+cmake --build proj/b > build.log 2>&1 || { cat build.log; exit 1; }
+for h in ./hello-pc proj/b/hello; do
+    ldd "$h" | grep -E "libdistcomm.so.0 => (/usr)?/lib/"
+    env -u LD_LIBRARY_PATH PATH=/usr/bin:/bin timeout -k 5 60 distcomm-launch -n 2 -- "$h" | sort
+done
+if [ -d /usr/lib/python3/dist-packages/distcomm ] || ls -d /usr/lib/python3*/dist-packages/distcomm >/dev/null 2>&1; then
+    env -u PYTHONPATH /usr/bin/python3 -c 'import distcomm; print("python", distcomm.__file__)'
+fi
+man -w distcomm-launch 2>/dev/null || ls /usr/share/man/man1/distcomm-launch.1*
+dpkg -r distcomm > "$T/dpkg-r.log" 2>&1 || { cat "$T/dpkg-r.log"; echo "FAIL: dpkg -r"; exit 1; }
+[ ! -e /usr/bin/distcomm-launch ] && echo "removed"
+IN
+timeout -k 5 240 unshare -m --propagation private bash "$T/inside.sh" "$T" "$deb" "$S" "$CC" > "$T/inside.out" 2>&1
+st=$?
+cat "$T/inside.out"
+if grep -q "^mount: .*overlay\|permission denied" "$T/inside.out" && ! grep -q "^overlays:" "$T/inside.out"; then
+    echo "note: overlay mounts not allowed here: dpkg -i not tried"
+else
+    [ $st = 0 ] || fail "installing with dpkg -i (exit $st)"
+    two="0 array([2, 2, 2, 2, 2, 2, 2, 2, 2, 2], dtype=float32)"
+    [ "$(grep -cF "$two" "$T/inside.out")" = 2 ] && grep -qF "${two/0 /1 }" "$T/inside.out" ||
+        fail "installed hello did not run on 2 ranks"
+    [ "$(grep -Ec 'libdistcomm.so.0 => (/usr)?/lib/' "$T/inside.out")" = 2 ] || fail "installed hello does not load /usr/lib's libdistcomm"
+    grep -q "^distcomm_DIR:PATH=/usr/lib/.*/cmake/distcomm$" "$T/inside.out" || fail "find_package did not find /usr's distcomm"
+    [ -z "$py" ] || grep -q "^python /usr/lib/python3.*/dist-packages/distcomm/__init__.py$" "$T/inside.out" ||
+        fail "import distcomm without PYTHONPATH"
+    grep -q "^removed$" "$T/inside.out" || fail "dpkg -r left the launcher"
+fi
+# Nothing of it outlives the namespace.
+[ "$(dpkg-query -W -f '${Status}' distcomm 2>/dev/null)" = "$before" ] || fail "the real dpkg database changed"
+[ -n "$before" ] || [ ! -e /usr/bin/distcomm-launch ] || fail "/usr/bin/distcomm-launch left on the machine"
 echo "package round trip passed ($(basename "$deb"))"
