@@ -1,9 +1,12 @@
 # Usage: bash deb_roundtrip.sh BUILD_DIR SOURCE_DIR C_COMPILER
 # Makes the .deb from BUILD_DIR, unpacks it with dpkg -x into a scratch root
-# $R (nothing is installed on the machine), checks its control fields and
-# files, then compiles examples/hello against $R with pkg-config and with
-# CMake's find_package and runs both on 2 ranks under $R's distcomm-launch.
-# Exits 77 (skip) only when a tool it needs is missing.
+# $R, checks its control fields and files, then compiles examples/hello
+# against $R with pkg-config and with CMake's find_package and runs both on
+# 2 ranks under $R's distcomm-launch. Then (root) installs it with dpkg -i
+# in a mount namespace where /usr, /etc and /var are throwaway overlays and
+# does the same with no path hints, plus `import distcomm` and dpkg -r.
+# Nothing is installed on the machine. Exits 77 (skip) only when a tool it
+# needs is missing.
 set -u
 B=$(cd "${1:?usage: $0 BUILD_DIR SOURCE_DIR C_COMPILER}" && pwd)
 S=$(cd "${2:?}" && pwd)
@@ -159,7 +162,7 @@ IN
 timeout -k 5 240 unshare -m --propagation private bash "$T/inside.sh" "$T" "$deb" "$S" "$CC" > "$T/inside.out" 2>&1
 st=$?
 cat "$T/inside.out"
-if grep -q "^mount: .*overlay\|permission denied" "$T/inside.out" && ! grep -q "^overlays:" "$T/inside.out"; then
+if ! grep -q "^overlays:" "$T/inside.out"; then
     echo "note: overlay mounts not allowed here: dpkg -i not tried"
 else
     [ $st = 0 ] || fail "installing with dpkg -i (exit $st)"
