@@ -10,8 +10,9 @@ hosts_link 3 4
 hosts_link 4 1
 hf=$HOSTS_DIR/ring.json
 
-# Without --auto-setup: the commands per host, nothing written, exit 1.
-config --hosts "$(hostlist)" --over direct --backend ring --output "$hf" >"$HOSTS_DIR/cmds" 2>&1 &&
+# Without --auto-setup (MLX: the last of --auto-setup / --no-auto-setup wins):
+# the commands per host, nothing written, exit 1.
+config --hosts "$(hostlist)" --over direct --backend ring --auto-setup --no-auto-setup --output "$hf" >"$HOSTS_DIR/cmds" 2>&1 &&
     fail "unaddressed links but exit 0"
 [ ! -e "$hf" ] || fail "a hostfile was written before the links had addresses"
 grep -q "^on 10.99.0.3:" "$HOSTS_DIR/cmds" && grep -q "sudo ip addr add 192.168.[0-9]*.[12]/30 dev d34" "$HOSTS_DIR/cmds" ||
