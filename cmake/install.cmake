@@ -1,7 +1,7 @@
 # What `cmake --install` puts in place, and the .deb `cpack -G DEB` makes of it:
 #   lib/<arch>/libdistcomm.so.0.1.0 (+ .so.0, .so links) and libdistcomm.a
 #   include/distcomm.h
-#   bin/distcomm-launch, distcomm-config, distcomm-perf; share/man/man1/ pages
+#   bin/distcomm-launch, distcomm-config, distcomm-perf; share/man/man1/*.1.gz
 #   lib/<arch>/pkgconfig/distcomm.pc
 #   lib/<arch>/cmake/distcomm/ (find_package(distcomm) -> distcomm::distcomm)
 #   lib/python3/dist-packages/distcomm/ (DC_PYTHON_INSTALL_DIR)
@@ -40,12 +40,12 @@ set(DC_MAN_SUMMARY_distcomm-perf "benchmark distcomm's collectives (nccl-tests s
 set(DC_MAN_PAGES)
 foreach(tool distcomm-launch distcomm-config distcomm-perf)
   set(page ${CMAKE_BINARY_DIR}/man/${tool}.1)
-  add_custom_command(OUTPUT ${page}
+  add_custom_command(OUTPUT ${page} ${page}.gz
     COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:${tool}> -DNAME=${tool}
             "-DSUMMARY=${DC_MAN_SUMMARY_${tool}}" -DVERSION=${PROJECT_VERSION} -DOUT=${page}
             -P ${PROJECT_SOURCE_DIR}/cmake/manpage.cmake
     DEPENDS ${tool} ${PROJECT_SOURCE_DIR}/cmake/manpage.cmake VERBATIM)
-  list(APPEND DC_MAN_PAGES ${page})
+  list(APPEND DC_MAN_PAGES ${page}.gz)
 endforeach()
 add_custom_target(manpages ALL DEPENDS ${DC_MAN_PAGES})
 install(FILES ${DC_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

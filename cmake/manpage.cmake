@@ -19,3 +19,5 @@ ${help}.fi
 .SH SEE ALSO
 distcomm-launch(1), distcomm-config(1), distcomm-perf(1); the distcomm README.
 ")
+# Installed gzipped, as Debian ships man pages.
+file(ARCHIVE_CREATE OUTPUT ${OUT}.gz PATHS ${OUT} FORMAT raw COMPRESSION GZip)

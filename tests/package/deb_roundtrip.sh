@@ -52,8 +52,8 @@ echo "$suggests" | grep -q openmpi-bin || fail "Suggests lacks MPI"
 dpkg-deb -x "$deb" "$R" || fail "dpkg-deb -x"
 for f in usr/include/distcomm.h usr/bin/distcomm-launch usr/bin/distcomm-config \
     usr/bin/distcomm-perf "usr/lib/$arch/libdistcomm.a" "usr/lib/$arch/pkgconfig/distcomm.pc" \
-    "usr/lib/$arch/cmake/distcomm/distcommConfig.cmake" usr/share/man/man1/distcomm-launch.1 \
-    usr/share/man/man1/distcomm-config.1 usr/share/man/man1/distcomm-perf.1; do
+    "usr/lib/$arch/cmake/distcomm/distcommConfig.cmake" usr/share/man/man1/distcomm-launch.1.gz \
+    usr/share/man/man1/distcomm-config.1.gz usr/share/man/man1/distcomm-perf.1.gz; do
     [ -e "$R/$f" ] || fail "the package lacks /$f"
 done
 real=$(ls "$L"/libdistcomm.so.*.*.* 2>/dev/null)
@@ -62,8 +62,8 @@ real=$(ls "$L"/libdistcomm.so.*.*.* 2>/dev/null)
 [ "$(readlink "$L/libdistcomm.so")" = libdistcomm.so.0 ] || fail "libdistcomm.so does not link to libdistcomm.so.0"
 objdump -p "$real" | grep -q 'SONAME *libdistcomm.so.0$' || fail "SONAME is not libdistcomm.so.0"
 grep -q '^prefix=/usr$' "$L/pkgconfig/distcomm.pc" || fail "distcomm.pc's prefix is not /usr"
-head -1 "$R/usr/share/man/man1/distcomm-launch.1" | grep -q '^\.TH DISTCOMM-LAUNCH 1' || fail "man page header"
-grep -q -- '--starting-port' "$R/usr/share/man/man1/distcomm-launch.1" || fail "man page lacks the options"
+zcat "$R/usr/share/man/man1/distcomm-launch.1.gz" | head -1 | grep -q '^\.TH DISTCOMM-LAUNCH 1' || fail "man page header"
+zcat "$R/usr/share/man/man1/distcomm-launch.1.gz" | grep -q -- '--starting-port' || fail "man page lacks the options"
 
 # hello with pkg-config (the sysroot maps /usr to $R/usr).
 export PKG_CONFIG_LIBDIR=$L/pkgconfig PKG_CONFIG_SYSROOT_DIR=$R
@@ -155,7 +155,7 @@ done
 if [ -d /usr/lib/python3/dist-packages/distcomm ] || ls -d /usr/lib/python3*/dist-packages/distcomm >/dev/null 2>&1; then
     env -u PYTHONPATH /usr/bin/python3 -c 'import distcomm; print("python", distcomm.__file__)'
 fi
-man -w distcomm-launch 2>/dev/null || ls /usr/share/man/man1/distcomm-launch.1*
+if command -v man >/dev/null; then man -w distcomm-launch; else ls /usr/share/man/man1/distcomm-launch.1.gz; fi
 dpkg -r distcomm > "$T/dpkg-r.log" 2>&1 || { cat "$T/dpkg-r.log"; echo "FAIL: dpkg -r"; exit 1; }
 [ ! -e /usr/bin/distcomm-launch ] && echo "removed"
 IN
@@ -174,6 +174,7 @@ else
     [ -z "$py" ] || grep -q "^python /usr/lib/python3.*/dist-packages/distcomm/__init__.py$" "$T/inside.out" ||
         fail "import distcomm without PYTHONPATH"
     grep -q "^removed$" "$T/inside.out" || fail "dpkg -r left the launcher"
+    grep -q "^/usr/share/man/man1/distcomm-launch.1.gz$" "$T/inside.out" || fail "man -w distcomm-launch"
 fi
 # Nothing of it outlives the namespace.
 [ "$(dpkg-query -W -f '${Status}' distcomm 2>/dev/null)" = "$before" ] || fail "the real dpkg database changed"
