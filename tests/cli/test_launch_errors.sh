@@ -46,7 +46,22 @@ bad_usage "'0'" --starting-port 0 -- echo ran
 bad_usage "'70000'" --starting-port 70000 -- echo ran
 bad_usage "65536" --starting-port 65535 -n 2 -- echo ran
 bad_usage "'0'" --connections-per-ip 0 -- echo ran
-bad_usage "not supported yet" --backend nccl -- echo ran
+# MLX's backends that distcomm cannot run: one line naming what is missing.
+unavailable() { # $1: text expected in the one line; the rest: arguments
+    local want=$1
+    shift
+    launch "$@" > "$T/bo" 2> "$T/be"
+    local rc=$?
+    [ $rc = 2 ] || fail "'$*' gave status $rc, expected 2"
+    expect_eq "$(wc -l < "$T/be")" 1 "'$*': lines of error"
+    grep -q "^distcomm-launch: .*$want.*; use --backend ring or mpi$" "$T/be" || fail "'$*': unexpected error: $(cat "$T/be")"
+    [ -s "$T/bo" ] && fail "'$*': something ran: $(cat "$T/bo")"
+    return 0
+}
+unavailable "--backend nccl: distcomm has no NCCL backend (it needs libnccl and CUDA GPUs)" --backend nccl -- echo ran
+unavailable "no JACCL backend (it needs RDMA" --backend jaccl -- echo ran
+unavailable "no JACCL backend" --backend jaccl-ring --nccl-port 5 -n 2 -- echo ran
+bad_usage "'abc'" --nccl-port abc -- echo ran
 bad_usage "unknown backend" --backend carrier-pigeon -- echo ran
 bad_usage "takes no value" --verbose=1 -- echo ran
 

@@ -24,7 +24,7 @@ bad "not MLX's JSON hostfile" --hostfile "$T/h2.json"
 printf '[{"ips": ["10.0.0.1"]}]' > "$T/h3.json"
 bad 'host 0 has no "ssh" name' --hostfile "$T/h3.json"
 printf '{"backend": "nccl", "hosts": [{"ssh": "10.0.0.1"}]}' > "$T/h4.json"
-bad 'backend "nccl" is not supported yet' --hostfile "$T/h4.json"
+bad 'backend "nccl": distcomm has no NCCL backend' --hostfile "$T/h4.json"
 bad "give --hosts or --hostfile" --hosts 10.0.0.1 --hostfile "$T/h4.json"
 
 # Loopback names are this machine: local ranks, -n each, no ssh.
@@ -107,4 +107,16 @@ launch --hosts 127.0.0.2 -- no-such-command-dcl 2> "$T/e"
 expect_eq "$?" 127 "a missing command"
 grep -q "host 127.0.0.2: command 'no-such-command-dcl' not found" "$T/e" || fail "unexpected message: $(cat "$T/e")"
 [ ! -e "$T/ran" ] || fail "a rank ran although the checks failed"
+
+# On a terminal (script(1) gives one), a line per host as it is checked;
+# not in a log (every run above wrote stderr to a file).
+if command -v script >/dev/null; then
+    timeout 40 script -qec "$L --hosts 127.0.0.2,127.0.0.9,127.0.0.3 -- true" /dev/null > "$T/tty" 2>&1
+    for l in "127.0.0.2 reached (1/3)" "127.0.0.9 unreachable (2/3)" "127.0.0.3 reached (3/3)"; do
+        grep -q "^distcomm-launch: checking hosts: $l" "$T/tty" || fail "no progress line '$l': $(cat "$T/tty")"
+    done
+    grep -q "checking hosts" "$T/e" && fail "progress lines in a log: $(cat "$T/e")"
+else
+    echo "note: no script(1) (util-linux); progress lines not checked"
+fi
 echo PASS

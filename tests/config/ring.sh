@@ -10,8 +10,9 @@ hosts_link 3 4
 hosts_link 4 1
 hf=$HOSTS_DIR/ring.json
 
-# Without --auto-setup: the commands per host, nothing written, exit 1.
-config --hosts "$(hostlist)" --over direct --backend ring --output "$hf" >"$HOSTS_DIR/cmds" 2>&1 &&
+# Without --auto-setup (MLX: the last of --auto-setup / --no-auto-setup wins):
+# the commands per host, nothing written, exit 1.
+config --hosts "$(hostlist)" --over direct --backend ring --auto-setup --no-auto-setup --output "$hf" >"$HOSTS_DIR/cmds" 2>&1 &&
     fail "unaddressed links but exit 0"
 [ ! -e "$hf" ] || fail "a hostfile was written before the links had addresses"
 grep -q "^on 10.99.0.3:" "$HOSTS_DIR/cmds" && grep -q "sudo ip addr add 192.168.[0-9]*.[12]/30 dev d34" "$HOSTS_DIR/cmds" ||
@@ -21,6 +22,17 @@ config --hosts "$(hostlist)" --over direct --backend ring --auto-setup --output 
 check_json "$hf" 'h["backend"] == "ring" and h["envs"] == ["DISTCOMM_RING_NEIGHBOURS=1"]' "not a neighbours-only ring hostfile"
 check_json "$hf" '[x["ssh"] for x in h["hosts"]] == ["10.99.0.%d" % i for i in (1, 2, 3, 4)]' "wrong ring order"
 check_json "$hf" 'all(len(x["ips"]) == 1 for x in h["hosts"])' "one ring expected"
+# on a terminal (script(1)): a progress line per host while probing links
+if command -v script >/dev/null; then
+    hosts_exec 1 timeout 60 script -qec "$CONFIG --hosts $(hostlist) --over direct --dot" /dev/null >"$HOSTS_DIR/tty" 2>&1
+    [ "$(grep -c "^distcomm-config: probing links: 10.99.0.[1-4] answered ([1-4]/4)" "$HOSTS_DIR/tty")" = 4 ] ||
+        fail "no progress lines while probing: $(cat "$HOSTS_DIR/tty")"
+fi
+# MLX's --backend jaccl-ring is the same ring here; --env joins "envs"
+config --hosts "$(hostlist)" --over thunderbolt --backend jaccl-ring --no-auto-setup --env DC_X=1 \
+    --output "$HOSTS_DIR/jr.json" || fail "--backend jaccl-ring failed"
+check_json "$HOSTS_DIR/jr.json" 'h["envs"] == ["DISTCOMM_RING_NEIGHBOURS=1", "DC_X=1"] and h["hosts"] == json.load(open(sys.argv[1].replace("jr.json", "ring.json")))["hosts"]' \
+    "jaccl-ring with --env differs from the ring"
 # rank r's address is on its link from rank r-1: host 1 <- 4, 2 <- 1, ...
 left=(0 4 1 2 3)
 for i in 1 2 3 4; do

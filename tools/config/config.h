@@ -13,6 +13,7 @@
 #define DCC_MAX_V4 8
 #define DCC_MAX_LINKS 128
 #define DCC_NAME 64
+#define DCC_MAX_ENVS 64
 
 /* An IPv4 network address with its prefix, host byte order. */
 struct dcc_v4 {
@@ -57,6 +58,8 @@ struct dcc_topo {
     struct dcc_host *hosts;
     struct dcc_link links[DCC_MAX_LINKS];
     int nlinks;
+    const char *const *envs; /* --env K=V, written into the hostfile's "envs" */
+    int nenvs;
 };
 
 #endif

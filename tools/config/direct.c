@@ -20,7 +20,7 @@ static int probe(struct dcc_topo *t)
         return -1;
     for (int h = 0; h < t->nhosts; h++)
         jobs[h] = (struct dcc_job){.host = t->hosts[h].ssh, .script = dcc_probe_script(&t->hosts[h])};
-    dcc_ssh_all(jobs, t->nhosts, 30);
+    dcc_ssh_all(jobs, t->nhosts, 30, "probing links");
     int bad = 0;
     for (int h = 0; h < t->nhosts; h++) {
         char why[1200];
@@ -122,7 +122,7 @@ static int auto_setup(const struct dcc_topo *t)
         int n = dcc_setup_lines(t, h, "$S ", s + strlen(head), 8192 - strlen(head));
         jobs[h] = (struct dcc_job){.host = t->hosts[h].ssh, .script = n ? s : NULL};
     }
-    int failed = dcc_ssh_all(jobs, t->nhosts, 30);
+    int failed = dcc_ssh_all(jobs, t->nhosts, 30, "setting up addresses");
     for (int h = 0; h < t->nhosts; h++) {
         char why[1200];
         if (jobs[h].script && jobs[h].status != 0)

@@ -54,10 +54,21 @@ static const char *end_if(const struct dcc_topo *t, int k, int me)
     return t->hosts[me].ifs[e.ifc].name;
 }
 
+/* --env's K=V strings, each after a comma (the list's first item precedes). */
+static void put_envs(FILE *f, const struct dcc_topo *t)
+{
+    for (int i = 0; i < t->nenvs; i++) {
+        fputs(", ", f);
+        put_str(f, t->envs[i]);
+    }
+}
+
 void dcc_emit_ring(FILE *f, const struct dcc_topo *t, const int order[], int rings)
 {
     int n = t->nhosts;
-    fputs("{\n  \"backend\": \"ring\",\n  \"envs\": [\"" DCC_NEIGHBOURS_ENV "\"],\n  \"hosts\": [\n", f);
+    fputs("{\n  \"backend\": \"ring\",\n  \"envs\": [\"" DCC_NEIGHBOURS_ENV "\"", f);
+    put_envs(f, t);
+    fputs("],\n  \"hosts\": [\n", f);
     for (int r = 0; r < n; r++) {
         int me = order[r], left = order[(r + n - 1) % n];
         fputs("    {\"ssh\": ", f);
@@ -87,9 +98,17 @@ static void put_rdma(FILE *f, const struct dcc_topo *t, int h)
 }
 
 /* The ethernet and mesh hostfiles are the same list in host order; the mesh
- * one adds each host's "rdma" row. */
+ * one adds each host's "rdma" row. With --env, MLX's object form holds the
+ * list: {"envs": [...], "hosts": [...]}. */
 static void emit_hosts(FILE *f, const struct dcc_topo *t, bool rdma)
 {
+    if (t->nenvs > 0) {
+        fputs("{\n\"envs\": [", f);
+        put_str(f, t->envs[0]);
+        struct dcc_topo rest = {.envs = t->envs + 1, .nenvs = t->nenvs - 1};
+        put_envs(f, &rest);
+        fputs("],\n\"hosts\": ", f);
+    }
     fputs("[\n", f);
     for (int h = 0; h < t->nhosts; h++) {
         fputs("  {\"ssh\": ", f);
@@ -103,7 +122,7 @@ static void emit_hosts(FILE *f, const struct dcc_topo *t, bool rdma)
         }
         fprintf(f, "}%s\n", h + 1 < t->nhosts ? "," : "");
     }
-    fputs("]\n", f);
+    fputs(t->nenvs > 0 ? "]\n}\n" : "]\n", f);
 }
 
 void dcc_emit_ethernet(FILE *f, const struct dcc_topo *t)

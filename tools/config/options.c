@@ -8,13 +8,15 @@
 
 static const char usage[] =
     "usage: " DCC_PROG " --hosts h1,h2,... [--over direct|ethernet] [--backend ring|mesh]\n"
-    "                       [--output FILE] [--dot] [--auto-setup] [--verbose]\n"
+    "                       [--output FILE] [--dot] [--auto-setup] [--env K=V] [--verbose]\n"
     "Finds how the hosts are linked and writes the hostfile for distcomm-launch\n"
     "(mlx.distributed_config for Linux). It ssh-es to every host and reads its\n"
     "interfaces (`ip -j addr`).\n"
     "  --hosts LIST          comma-separated ssh destinations, in rank order\n"
     "                        (default 127.0.0.1)\n"
     "  --hostfile FILE       take the hosts from an MLX hostfile's \"ssh\" entries\n"
+    "  --ignore-unreachable  leave out the hosts ssh cannot reach (a warning names\n"
+    "                        them) instead of stopping\n"
     "  --over direct         point-to-point cables between hosts (the default; MLX's\n"
     "                        \"thunderbolt\" is accepted): each host pings ff02::1 out of\n"
     "                        every up interface but lo and the one ssh came in on;\n"
@@ -24,6 +26,8 @@ static const char usage[] =
     "  --backend ring        the links must form a ring through every host (several\n"
     "                        rings when neighbours have parallel links) (default)\n"
     "  --backend mesh        every pair of hosts must be linked (MLX's \"jaccl\")\n"
+    "                        (MLX's \"jaccl-ring\" is taken as ring: distcomm has no\n"
+    "                        RDMA, its ring runs over the same links)\n"
     "  --output FILE         write the hostfile to FILE (also --output-hostfile);\n"
     "                        default: print it\n"
     "  --dot                 print the hosts and links as a Graphviz graph and exit\n"
@@ -31,15 +35,33 @@ static const char usage[] =
     "  --auto-setup          give unaddressed direct links a /30 each over ssh\n"
     "                        (192.168.k.1 and .2; root or passwordless sudo); without\n"
     "                        it the commands are printed and nothing is written\n"
+    "  --no-auto-setup       print those commands (the default)\n"
+    "  --env K=V             add K=V to the hostfile's \"envs\": distcomm-launch sets\n"
+    "                        it in every rank (repeatable)\n"
     "  --verbose             log every command and the host it runs on\n"
     "A missing link is reported as \"no direct link between A and B\" (exit 1).\n"
     "Environment: DISTCOMM_SSH  the ssh command (default \"ssh\", split on spaces);\n"
     "             -o BatchMode=yes -o ConnectTimeout=5 are always added.\n";
 
+/* One line naming the problem, and where to look. */
 static int bad(const char *msg, const char *arg)
 {
-    fprintf(stderr, DCC_PROG ": %s%s%s\n%s", msg, arg ? ": " : "", arg ? arg : "", usage);
+    fprintf(stderr, DCC_PROG ": %s%s%s\nTry '" DCC_PROG " --help' for more information.\n", msg,
+            arg ? ": " : "", arg ? arg : "");
     return -1;
+}
+
+static int add_env(struct dcc_options *o, char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (eq == NULL || eq == kv || strspn(kv, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                             "0123456789_") != (size_t)(eq - kv) ||
+        (*kv >= '0' && *kv <= '9'))
+        return bad("--env takes K=V (K: letters, digits and '_')", kv);
+    if (o->nenvs == DCC_MAX_ENVS)
+        return bad("too many --env (the most is 64)", NULL);
+    o->envs[o->nenvs++] = kv;
+    return 0;
 }
 
 static int add_host(struct dcc_options *o, char *h)
@@ -122,7 +144,19 @@ static const struct option longopts[] = {
     {"output", required_argument, NULL, 'o'},  {"output-hostfile", required_argument, NULL, 'o'},
     {"dot", no_argument, NULL, 'd'},           {"auto-setup", no_argument, NULL, 'a'},
     {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
+    {"no-auto-setup", no_argument, NULL, 'A'}, {"env", required_argument, NULL, 'e'},
+    {"ignore-unreachable", no_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
+
+/* getopt_long's '?': an unknown option, or a known one without its value. */
+static int unknown(const char *arg)
+{
+    const char *name = strncmp(arg, "--", 2) == 0 ? arg + 2 : NULL;
+    size_t len = name ? strcspn(name, "=") : 0;
+    for (const struct option *l = longopts; name && l->name; l++)
+        if (strlen(l->name) == len && strncmp(l->name, name, len) == 0)
+            return bad("option needs a value", arg);
+    return bad("unknown option", arg);
+}
 
 static int one_option(struct dcc_options *o, int c, char *arg)
 {
@@ -135,12 +169,15 @@ static int one_option(struct dcc_options *o, int c, char *arg)
             return -1;
         o->direct = !ethernet;
         return 0;
-    case 'b': /* MLX calls the fully connected backend jaccl */
-        return set_choice("--backend is ring or mesh", strcmp(arg, "jaccl") ? arg : "mesh", "ring", NULL,
-                          "mesh", &o->mesh);
+    case 'b': /* MLX calls the fully connected backend jaccl, its RDMA ring jaccl-ring */
+        return set_choice("--backend is ring, mesh, jaccl or jaccl-ring", strcmp(arg, "jaccl") ? arg : "mesh",
+                          "ring", "jaccl-ring", "mesh", &o->mesh);
     case 'o': o->output = arg; return 0;
     case 'd': o->dot = true; return 0;
     case 'a': o->auto_setup = true; return 0;
+    case 'A': o->auto_setup = false; return 0;
+    case 'e': return add_env(o, arg);
+    case 'i': o->ignore_unreachable = true; return 0;
     case 'v': o->verbose = true; return 0;
     case 'h': fputs(usage, stdout); return 1;
     default: return bad("unknown option", NULL);
@@ -154,7 +191,7 @@ int dcc_parse_options(int argc, char **argv, struct dcc_options *o)
     int c, rc = 0;
     opterr = 0;
     while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1)
-        rc = c == '?' ? bad("unknown option or missing value", argv[optind - 1]) : one_option(o, c, optarg);
+        rc = c == '?' ? unknown(argv[optind - 1]) : one_option(o, c, optarg);
     if (rc == 0 && optind < argc)
         return bad("unexpected argument", argv[optind]);
     return rc;

@@ -13,6 +13,9 @@ struct dcc_options {
     bool mesh;       /* --backend mesh rather than ring */
     const char *output;
     bool dot, auto_setup, verbose;
+    bool ignore_unreachable; /* drop hosts ssh cannot reach, with a warning */
+    const char *envs[DCC_MAX_ENVS]; /* --env K=V */
+    int nenvs;
 };
 
 /* Returns 0 to go on, 1 when --help was printed, -1 after a usage error

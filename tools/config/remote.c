@@ -23,7 +23,23 @@ struct proc {
     pid_t pid;
     int fd[2]; /* stdout, stderr; -1 once closed */
     size_t outlen, errlen;
+    bool told; /* its progress line was printed */
 };
+
+/* A progress line per host as its ssh ends (only on a terminal: the waits
+ * are seconds long, and logs stay free of it). */
+struct progress {
+    const char *step; /* NULL: none */
+    int done, n;
+};
+
+static void tell(struct progress *pr, const struct dcc_job *j, struct proc *p)
+{
+    if (pr->step == NULL || p->told || p->fd[0] >= 0 || p->fd[1] >= 0)
+        return;
+    p->told = true;
+    fprintf(stderr, DCC_PROG ": %s: %s answered (%d/%d)\n", pr->step, j->host, ++pr->done, pr->n);
+}
 
 static int64_t now_ms(void)
 {
@@ -134,7 +150,8 @@ static void drain(struct dcc_job *j, struct proc *p, int k)
 }
 
 /* Reads every open pipe until all are closed or the deadline passes. */
-static void pump(struct dcc_job *jobs, struct proc *ps, int n, int64_t deadline)
+static void pump(struct dcc_job *jobs, struct proc *ps, int n, int64_t deadline,
+                 struct progress *pr)
 {
     for (;;) {
         struct pollfd pfd[2 * DCC_MAX_HOSTS];
@@ -151,8 +168,10 @@ static void pump(struct dcc_job *jobs, struct proc *ps, int n, int64_t deadline)
         if (poll(pfd, (nfds_t)m, (int)left) < 0 && errno != EINTR)
             return;
         for (int x = 0; x < m; x++)
-            if (pfd[x].revents)
+            if (pfd[x].revents) {
                 drain(&jobs[who[x] / 2], &ps[who[x] / 2], who[x] % 2);
+                tell(pr, &jobs[who[x] / 2], &ps[who[x] / 2]);
+            }
     }
 }
 
@@ -175,9 +194,10 @@ static void reap(struct dcc_job *j, struct proc *p, int64_t deadline)
             close(p->fd[k]);
 }
 
-int dcc_ssh_all(struct dcc_job *jobs, int n, int timeout_s)
+int dcc_ssh_all(struct dcc_job *jobs, int n, int timeout_s, const char *step)
 {
     struct proc ps[DCC_MAX_HOSTS];
+    struct progress pr = {.step = isatty(STDERR_FILENO) ? step : NULL};
     int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
     int failed = 0;
     for (int i = 0; i < n; i++) {
@@ -185,8 +205,9 @@ int dcc_ssh_all(struct dcc_job *jobs, int n, int timeout_s)
         ps[i] = (struct proc){.pid = -1, .fd = {-1, -1}};
         if (jobs[i].script && start(&jobs[i], &ps[i]) != 0)
             snprintf(jobs[i].err, sizeof jobs[i].err, "cannot start ssh: %s", strerror(errno));
+        pr.n += ps[i].pid > 0;
     }
-    pump(jobs, ps, n, deadline);
+    pump(jobs, ps, n, deadline, &pr);
     for (int i = 0; i < n; i++) {
         if (ps[i].pid > 0)
             reap(&jobs[i], &ps[i], deadline);

@@ -21,8 +21,10 @@ struct dcc_job {
 extern bool dcc_verbose;
 
 /* Runs every job at once; returns when all have ended, or after timeout_s
- * seconds with the rest killed. Returns the number of jobs that failed. */
-int dcc_ssh_all(struct dcc_job *jobs, int n, int timeout_s);
+ * seconds with the rest killed. Returns the number of jobs that failed.
+ * When stderr is a terminal and step is not NULL, prints a line per host as
+ * its job ends: "distcomm-config: STEP: HOST answered (k/n)". */
+int dcc_ssh_all(struct dcc_job *jobs, int n, int timeout_s, const char *step);
 
 /* Frees the jobs' outputs. */
 void dcc_jobs_free(struct dcc_job *jobs, int n);

@@ -46,7 +46,7 @@ static void raise_fd_limit(void)
 
 /* mlx.launch runs a script file with python; do the same for a .py file that
  * cannot be executed itself. Returns argv, or a new vector owned by the caller. */
-static char **resolve_command(char **argv, char ***owned)
+static char **resolve_command(const char *python, char **argv, char ***owned)
 {
     const char *cmd = argv[0];
     size_t len = strlen(cmd);
@@ -61,10 +61,34 @@ static char **resolve_command(char **argv, char ***owned)
     char **v = calloc(n + 2, sizeof *v);
     if (v == NULL)
         return argv;
-    v[0] = (char *)"python3";
+    v[0] = (char *)python;
     memcpy(v + 1, argv, (n + 1) * sizeof *v);
     *owned = v;
     return v;
+}
+
+/* --print-python: the python a .py command runs with, as a path (found on
+ * PATH like execvp would), as mlx.launch prints sys.executable. */
+static int print_python(const char *python)
+{
+    if (strchr(python, '/') != NULL) {
+        printf("%s\n", python);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    char *dirs = strdup(path != NULL ? path : "/usr/bin:/bin");
+    for (char *save, *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+        char full[4096];
+        if (snprintf(full, sizeof full, "%s/%s", d, python) < (int)sizeof full &&
+            access(full, X_OK) == 0) {
+            printf("%s\n", full);
+            free(dirs);
+            return 0;
+        }
+    }
+    free(dirs);
+    dcl_error("--print-python: %s is not on PATH", python);
+    return 1;
 }
 
 static void log_plan(const struct dcl_launch_env *e)
@@ -139,8 +163,9 @@ static int launch_hosts(struct dcl_options *o)
     int rc = 0;
     if (!o->backend_set && plan.backend != NULL && strcmp(plan.backend, "ring") != 0) {
         if (strcmp(plan.backend, "mpi") != 0) {
-            dcl_error("--hostfile %s: backend \"%s\" is not supported yet (ring or mpi)",
-                      o->hostfile, plan.backend);
+            const char *missing = dcl_backend_missing(plan.backend);
+            dcl_error("--hostfile %s: backend \"%s\": %s; give --backend ring or mpi", o->hostfile,
+                      plan.backend, missing ? missing : "unknown (expected ring or mpi)");
             rc = 2;
         }
         o->backend = "mpi";
@@ -157,7 +182,7 @@ static int launch_hosts(struct dcl_options *o)
         rc = launch_here(o);
     } else if (rc == 0) {
         char **owned;
-        char **argv = resolve_command(o->command, &owned);
+        char **argv = resolve_command(o->python, o->command, &owned);
         rc = dcl_remote_launch(o, &plan, argv);
         free(owned);
     }
@@ -179,7 +204,7 @@ static int launch_here(const struct dcl_options *o)
     struct dcl_job job;
     char job_id[17], token[33];
     char **owned;
-    struct dcl_launch_env e = {.opts = o, .argv = resolve_command(o->command, &owned)};
+    struct dcl_launch_env e = {.opts = o, .argv = resolve_command(o->python, o->command, &owned)};
     if (strcmp(o->backend, "mpi") == 0) { /* mpirun starts the ranks */
         int mpi_rc = dcl_mpi_launch(o, e.argv);
         free(owned);
@@ -210,6 +235,11 @@ int main(int argc, char **argv)
         return dcl_agent_main(); /* on a remote host, for the launcher there */
     struct dcl_options opts;
     enum dcl_parse_result pr = dcl_parse_options(argc, argv, &opts);
+    if (pr == DCL_PARSE_PRINT_PYTHON) {
+        int prc = print_python(opts.python);
+        dcl_options_free(&opts);
+        return prc;
+    }
     if (pr != DCL_PARSE_RUN) {
         dcl_options_free(&opts);
         return pr == DCL_PARSE_HELP ? 0 : 2;

@@ -15,6 +15,7 @@
 enum opt_id {
     OPT_N, OPT_BACKEND, OPT_ENV, OPT_PORT, OPT_CONNS, OPT_CWD, OPT_VERBOSE,
     OPT_TAG, OPT_HELP, OPT_HOSTS, OPT_HOSTFILE, OPT_NO_VERIFY, OPT_MPI_ARG,
+    OPT_PRINT_PYTHON, OPT_PYTHON, OPT_NCCL_PORT,
 };
 
 struct opt_def {
@@ -38,6 +39,9 @@ static const struct opt_def OPTS[] = {
     {"hostfile", 0, true, OPT_HOSTFILE},
     {"no-verify-script", 0, false, OPT_NO_VERIFY},
     {"mpi-arg", 0, true, OPT_MPI_ARG},
+    {"print-python", 0, false, OPT_PRINT_PYTHON},
+    {"python", 0, true, OPT_PYTHON},
+    {"nccl-port", 0, true, OPT_NCCL_PORT},
 };
 #define N_OPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -64,8 +68,9 @@ static void print_usage(FILE *f)
         "                            [...]}; a host's \"ips\" are its ranks' addresses, \"envs\"\n"
         "                            are set in every rank, \"backend\" is used unless\n"
         "                            --backend is given\n"
-        "  --backend NAME            ring (default) or mpi (runs mpirun); mesh and nccl\n"
-        "                            are not supported yet\n"
+        "  --backend NAME            ring (default) or mpi (runs mpirun); MLX's nccl,\n"
+        "                            jaccl and jaccl-ring are refused, naming what is\n"
+        "                            missing\n"
         "  --env K=V                 set K=V in every rank (repeatable)\n"
         "  -p, --starting-port P     rank r's i-th address gets port P+r*K+i (default:\n"
         "                            free ports: here by binding them, on remote hosts\n"
@@ -79,9 +84,12 @@ static void print_usage(FILE *f)
         "                            before starting (hosts are still checked reachable)\n"
         "  --mpi-arg ARG             mpi only: pass ARG to mpirun (repeatable; split at\n"
         "                            spaces, e.g. --mpi-arg '--mca btl_tcp_if_include eth0')\n"
+        "  --python PY               run a .py command with PY (default python3)\n"
+        "  --print-python            print the path of that python and exit\n"
+        "  --nccl-port P             nccl only (MLX's flag; accepted, nccl is refused)\n"
         "  -h, --help                show this help\n"
         "\n"
-        "A command ending in .py that is not executable is run with python3.\n"
+        "A command ending in .py that is not executable is run with --python's python.\n"
         "Remote hosts: the ssh command is $DISTCOMM_SSH (default \"ssh\", split at spaces,\n"
         "e.g. \"ssh -F my_config\"), always with -o BatchMode=yes -o ConnectTimeout=5: a\n"
         "password prompt is an error, not a wait. Every host needs key-based ssh, the\n"
@@ -124,18 +132,28 @@ static bool valid_env_name(const char *kv, const char *eq)
     return true;
 }
 
+const char *dcl_backend_missing(const char *name)
+{
+    if (strcmp(name, "nccl") == 0)
+        return "distcomm has no NCCL backend (it needs libnccl and CUDA GPUs)";
+    if (strcmp(name, "jaccl") == 0 || strcmp(name, "jaccl-ring") == 0 || strcmp(name, "mesh") == 0)
+        return "distcomm has no JACCL backend (it needs RDMA over Thunderbolt, macOS)";
+    return NULL;
+}
+
 static enum dcl_parse_result set_backend(struct dcl_options *o, const char *v)
 {
-    static const char *const later[] = {"mesh", "jaccl", "nccl"};
     if (strcmp(v, "ring") == 0 || strcmp(v, "mpi") == 0) {
         o->backend = v;
         o->backend_set = true;
         return DCL_PARSE_RUN;
     }
-    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
-        if (strcmp(v, later[i]) == 0)
-            return bad("--backend %s is not supported yet (only ring and mpi)", v);
-    return bad("unknown backend '%s' (expected ring, mesh, mpi or nccl)", v);
+    const char *missing = dcl_backend_missing(v);
+    if (missing != NULL) { /* a real backend, not a typo: no usage hint */
+        dcl_error("--backend %s: %s; use --backend ring or mpi", v, missing);
+        return DCL_PARSE_BAD;
+    }
+    return bad("unknown backend '%s' (expected ring, mpi, nccl, jaccl or jaccl-ring)", v);
 }
 
 static enum dcl_parse_result add_env(struct dcl_options *o, const char *v)
@@ -188,6 +206,9 @@ static enum dcl_parse_result apply(struct dcl_options *o, const struct opt_def *
     case OPT_HOSTFILE: o->hostfile = v; return DCL_PARSE_RUN;
     case OPT_MPI_ARG: return add_mpi_arg(o, v);
     case OPT_NO_VERIFY: o->no_verify = true; return DCL_PARSE_RUN;
+    case OPT_PRINT_PYTHON: o->print_python = true; return DCL_PARSE_RUN;
+    case OPT_PYTHON: o->python = v; return DCL_PARSE_RUN;
+    case OPT_NCCL_PORT: return number("--nccl-port", v, 1, 65535, &o->nccl_port);
     }
     return DCL_PARSE_BAD;
 }
@@ -268,6 +289,8 @@ enum dcl_parse_result dcl_parse_options(int argc, char **argv, struct dcl_option
     o->nranks = 1;
     o->backend = "ring";
     o->conns_per_ip = 1;
+    o->python = "python3";
+    o->nccl_port = 12345;
     int i = 1;
     for (; i < argc; i++) {
         const char *arg = argv[i];
@@ -281,6 +304,8 @@ enum dcl_parse_result dcl_parse_options(int argc, char **argv, struct dcl_option
         if (r != DCL_PARSE_RUN)
             return r;
     }
+    if (o->print_python) /* as mlx.launch: nothing else is needed */
+        return DCL_PARSE_PRINT_PYTHON;
     if (i >= argc)
         return bad("no command given (usage: " DCL_PROG " [options] -- command ...)");
     o->command = argv + i;

@@ -24,6 +24,9 @@ struct dcl_options {
     size_t n_mpi_args;
     const char *hosts;    /* --hosts */
     const char *hostfile; /* --hostfile (MLX's JSON) */
+    const char *python;   /* --python: runs a .py command (default python3) */
+    bool print_python;    /* --print-python */
+    long nccl_port;       /* --nccl-port (nccl only, which is refused) */
 };
 
 /* What the caller should do after parsing. */
@@ -31,7 +34,12 @@ enum dcl_parse_result {
     DCL_PARSE_RUN,      /* options are valid: launch */
     DCL_PARSE_HELP,     /* --help was printed: exit 0 */
     DCL_PARSE_BAD,      /* an error and a hint were printed: exit 2 */
+    DCL_PARSE_PRINT_PYTHON, /* --print-python: print o->python's path, exit */
 };
+
+/* For a backend of MLX's that distcomm cannot run (nccl, jaccl, jaccl-ring,
+ * mesh): what is missing, as a phrase; NULL for any other name. */
+const char *dcl_backend_missing(const char *name);
 
 enum dcl_parse_result dcl_parse_options(int argc, char **argv, struct dcl_options *o);
 void dcl_options_free(struct dcl_options *o);

@@ -289,9 +289,15 @@ static int probe_all(struct host_probe *hs, size_t n, const struct dcl_options *
     int rc = script ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < n; i++) /* all at once: slow hosts overlap */
         rc = probe_start(&hs[i], script);
-    for (size_t i = 0; i < n; i++)
-        if (hs[i].pipe != NULL)
-            probe_finish(&hs[i]);
+    bool tty = isatty(STDERR_FILENO); /* progress only for a person watching */
+    for (size_t i = 0; i < n; i++) {
+        if (hs[i].pipe == NULL)
+            continue;
+        probe_finish(&hs[i]);
+        if (tty)
+            fprintf(stderr, DCL_PROG ": checking hosts: %s %s (%zu/%zu)\n", hs[i].ssh,
+                    hs[i].reached ? "reached" : "unreachable", i + 1, n);
+    }
     free(script);
     if (rc != 0) {
         dcl_error("cannot run ssh: %s", strerror(errno));

@@ -226,7 +226,13 @@ static int parse_opts(int argc, char **argv, perf_opts *o) {
                    .dtype = DC_FLOAT32, .redop = DC_SUM, .check = 1};
   range_args ra = {8, (size_t)128 << 20, 2.0, NULL};
   int ch;
+  opterr = 0; /* our own one line, then the hint, as the other tools */
   while ((ch = getopt_long(argc, argv, "t:b:e:f:l:n:w:R:d:o:r:c:p:Ph", long_opts, NULL)) != -1) {
+    if (ch == '?') {
+      fprintf(stderr, "distcomm-perf: unknown option, or one without its value: '%s'\n"
+                      "Try 'distcomm-perf --help' for more information.\n", argv[optind - 1]);
+      return 2;
+    }
     int rc = apply(ch, optarg, o, &ra);
     if (rc) return rc == 3 ? 0 : rc;
   }
