@@ -5,20 +5,11 @@ locally (Gloo lacks AVG, reduce_scatter and some dtypes on CPU).
 
 Run on every rank of a launched job (see CMakeLists.txt); the inputs are
 small integers so that every dtype's result is exact in any order."""
-import datetime
-
 import pytest
 
-torch = pytest.importorskip("torch", reason="python3-torch is not installed")
-import torch.distributed as dist  # noqa: E402
+from torch_common import GLOO, RANK, SIZE, dist, torch  # skips without torch
 
 import distcomm  # noqa: E402
-import distcomm.torch  # noqa: E402,F401
-
-torch.set_num_threads(1)  # ranks share the cores
-dist.init_process_group("distcomm", timeout=datetime.timedelta(seconds=60))
-RANK, SIZE = dist.get_rank(), dist.get_world_size()
-GLOO = dist.new_group(backend="gloo")
 
 DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
           torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64]

@@ -3,21 +3,13 @@ job: the same seed and data give the same parameters (bit-identical on 2
 ranks, where a sum of two has one order; within float32 rounding on more),
 with several bucket sizes, no_sync gradient accumulation and unused
 parameters. Every rank must also end with the same parameters."""
-import datetime
-
 import pytest
 
-torch = pytest.importorskip("torch", reason="python3-torch is not installed")
-import torch.distributed as dist  # noqa: E402
-import torch.nn as nn  # noqa: E402
-from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+from torch_common import GLOO, RANK, SIZE, dist, torch  # skips without torch
 
-import distcomm.torch  # noqa: E402,F401
-
-torch.set_num_threads(1)
-dist.init_process_group("distcomm", timeout=datetime.timedelta(seconds=60))
-RANK, SIZE = dist.get_rank(), dist.get_world_size()
-GLOO = dist.new_group(backend="gloo")
+import distcomm.torch  # noqa: E402
+nn = torch.nn
+DDP = torch.nn.parallel.DistributedDataParallel
 
 
 class Net(nn.Module):
