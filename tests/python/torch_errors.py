@@ -53,20 +53,52 @@ def free_ports(n):
     return ports
 
 
+def job_env(**extra):
+    """The environment of a job started by hand, without the launcher's."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MLX_", "DISTCOMM_JOB", "MASTER_", "RANK", "WORLD_SIZE"))}
+    return dict(env, DISTCOMM_TIMEOUT="20", **extra)
+
+
+def hostfile_of(tmp_path, n):
+    path = tmp_path / "hosts.json"
+    path.write_text("[%s]" % ", ".join(f'["127.0.0.1:{p}"]' for p in free_ports(n)))
+    return str(path)
+
+
+@pytest.mark.parametrize("master", [False, True], ids=["own store", "MASTER_ADDR"])
+def test_torchrun_variables_with_a_hostfile(master, tmp_path):
+    """RANK and WORLD_SIZE (torchrun's) stand in for MLX_RANK; with
+    MASTER_ADDR/MASTER_PORT torch's own env:// store is used."""
+    if RANK != 0:
+        pytest.skip("runs its own job, once per launch")
+    hostfile = hostfile_of(tmp_path, 2)
+    master_env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_ports(1)[0])}
+    worker = os.path.join(HERE, "torch_peer_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, "hello"], stdout=subprocess.PIPE,
+                              text=True, env=job_env(RANK=str(r), WORLD_SIZE="2",
+                                                     MLX_HOSTFILE=hostfile,
+                                                     **(master_env if master else {})))
+             for r in range(2)]
+    try:
+        outs = [p.communicate(timeout=60)[0].split() for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert outs == [["0", "2", "2"], ["1", "2", "2"]]
+
+
 @pytest.mark.parametrize("mode", ["all_reduce", "ddp"])
 def test_killed_peer_raises_naming_it(mode, tmp_path):
     """A job of two started by hand (the launcher would stop the survivor):
     rank 1 is killed with SIGKILL while rank 0 waits on it."""
     if RANK != 0:
         pytest.skip("runs its own job, once per launch")
-    hostfile = tmp_path / "hosts.json"
-    hostfile.write_text("[%s]" % ", ".join(f'["127.0.0.1:{p}"]' for p in free_ports(2)))
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MLX_", "DISTCOMM_JOB", "MASTER_", "RANK", "WORLD_SIZE"))}
+    hostfile = hostfile_of(tmp_path, 2)
     worker = os.path.join(HERE, "torch_peer_worker.py")
     procs = [subprocess.Popen([sys.executable, worker, mode], stdout=subprocess.PIPE, text=True,
-                              env=dict(env, MLX_RANK=str(r), MLX_HOSTFILE=str(hostfile),
-                                       DISTCOMM_TIMEOUT="20"))
+                              env=job_env(MLX_RANK=str(r), MLX_HOSTFILE=hostfile))
              for r in range(2)]
     try:
         assert procs[1].stdout.readline().strip() == "ready"

@@ -2,7 +2,8 @@
 init_process_group("distcomm") from MLX_RANK and MLX_HOSTFILE, two DDP steps
 (DDP rebuilds its buckets at the second), "ready"; then rank 1 sleeps (the test kills it) and rank 0 takes another
 step (argv[1] == "ddp") or all_reduces (argv[1] == "all_reduce") and prints
-the exception it got."""
+the exception it got. With argv[1] == "hello" each rank prints its rank,
+the world size and an all_reduce of ones, and exits."""
 import sys
 import time
 
@@ -13,6 +14,11 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import distcomm.torch  # noqa: F401
 
 dist.init_process_group("distcomm")
+if sys.argv[1] == "hello":
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    print(dist.get_rank(), dist.get_world_size(), int(t[0]), flush=True)
+    sys.exit(0)
 model = DDP(torch.nn.Linear(4, 2))
 for _ in range(2):
     model(torch.ones(3, 4)).sum().backward()
