@@ -8,7 +8,8 @@ new_group(backend="gloo"). For each size, ROUNDS rounds each time distcomm
 then Gloo (so a slow spell of the host falls on both) and the table gives
 each side's median: dist.all_reduce of float32 (8 B to --max-mib), then a
 DDP training step (forward, backward with DDP's bucketed all_reduce,
-SGD step) of an MLP big enough for communication to show. Rank 0 prints the
+SGD step) of an MLP big enough for communication to show, the three kinds
+of step (distcomm, Gloo, no DDP) taken in turns one at a time. Rank 0 prints the
 table and the host's copy rate (torch copy_ of 256 MiB, read + write).
 """
 import argparse
@@ -79,11 +80,20 @@ def ddp_step_table(gloo, rounds, hidden, layers, batch, steps, rank, world):
         m = runs["distcomm"][0].module
         nn.functional.cross_entropy(m(x), y).backward()
 
+    # one step of each in turn, each timed alone after a barrier, so that a
+    # slow spell of the host or a rank running late falls on all three alike
     times = {"distcomm": [], "gloo": [], "compute": []}
-    for _ in range(rounds):
-        for name in ("distcomm", "gloo"):
-            times[name].append(timed(lambda: step(name), steps))
-        times["compute"].append(timed(compute_only, steps))
+    fns = {"distcomm": lambda: step("distcomm"), "gloo": lambda: step("gloo"),
+           "compute": compute_only}
+    for name, fn in fns.items():
+        fn()  # warm-up (DDP rebuilds its buckets after the first step)
+        fn()
+    for _ in range(rounds * steps):
+        for name, fn in fns.items():
+            dist.barrier()
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
     if rank == 0:
         n = sum(p.numel() for p in runs["distcomm"][0].parameters())
         med = {k: statistics.median(v) for k, v in times.items()}
@@ -100,8 +110,9 @@ def main():
     ap.add_argument("--max-mib", type=int, default=16)
     ap.add_argument("--hidden", type=int, default=1024)
     ap.add_argument("--layers", type=int, default=3)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=10, help="DDP steps per round")
+    ap.add_argument("--only", choices=["all_reduce", "ddp"], help="one table only")
     args = ap.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("distcomm")
@@ -118,9 +129,11 @@ def main():
         print(f"{world} ranks, distcomm over {link} (Gloo over TCP); "
               f"host copy rate {rate:.1f} GB/s (read + write); median of {args.rounds} rounds",
               flush=True)
-    all_reduce_table(gloo, args.rounds, args.max_mib << 20, rank)
-    ddp_step_table(gloo, args.rounds, args.hidden, args.layers, args.batch, args.steps,
-                   rank, world)
+    if args.only != "ddp":
+        all_reduce_table(gloo, args.rounds, args.max_mib << 20, rank)
+    if args.only != "all_reduce":
+            ddp_step_table(gloo, args.rounds, args.hidden, args.layers, args.batch, args.steps,
+                       rank, world)
     dist.destroy_process_group()
 
 
