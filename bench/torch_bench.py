@@ -45,7 +45,7 @@ def all_reduce_table(gloo, rounds, max_bytes, rank):
             ours.append(timed(lambda: dist.all_reduce(t), iters))
             theirs.append(timed(lambda: dist.all_reduce(t, group=gloo), iters))
         rows.append((size, statistics.median(ours), statistics.median(theirs)))
-        size *= 8 if size < 1 << 20 else 4
+        size *= 8 if size < 1 << 18 else 4  # 8 B, 64 B, ... 256 KiB, 1, 4, 16 MiB
     if rank == 0:
         print("all_reduce float32 sum")
         print(f"{'bytes':>10} {'distcomm_us':>12} {'gloo_us':>10} {'gloo/distcomm':>14}"
