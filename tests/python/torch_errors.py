@@ -89,6 +89,31 @@ def test_torchrun_variables_with_a_hostfile(master, tmp_path):
     assert outs == [["0", "2", "2"], ["1", "2", "2"]]
 
 
+def test_torch_and_distcomm_disagreeing_on_the_rank_is_an_error(tmp_path):
+    """torchrun's RANK says one thing and MLX_RANK another: both ranks stop
+    at init_process_group with an error that gives both."""
+    if RANK != 0:
+        pytest.skip("runs its own job, once per launch")
+    hostfile = hostfile_of(tmp_path, 2)
+    master = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_ports(1)[0])}
+    worker = os.path.join(HERE, "torch_peer_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, "hello"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env=job_env(RANK=str(1 - r), MLX_RANK=str(r), WORLD_SIZE="2",
+                                          MLX_HOSTFILE=hostfile, **master))
+             for r in range(2)]
+    try:
+        errs = [p.communicate(timeout=60)[1] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert all(p.returncode != 0 for p in procs)
+    for r, err in enumerate(errs):
+        assert (f"torch says rank {1 - r} of 2, but distcomm's configuration (MLX_RANK, "
+                f"MLX_HOSTFILE) says rank {r} of 2") in err, err
+
+
 @pytest.mark.parametrize("mode", ["all_reduce", "ddp"])
 def test_killed_peer_raises_naming_it(mode, tmp_path):
     """A job of two started by hand (the launcher would stop the survivor):
