@@ -14,6 +14,7 @@ import pytest
 from torch_common import RANK, SIZE, dist, torch  # skips without torch
 
 import distcomm  # noqa: E402
+import distcomm.torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 needs2 = pytest.mark.skipif(SIZE < 2, reason="needs 2 ranks")
@@ -112,6 +113,32 @@ def test_torch_and_distcomm_disagreeing_on_the_rank_is_an_error(tmp_path):
     for r, err in enumerate(errs):
         assert (f"torch says rank {1 - r} of 2, but distcomm's configuration (MLX_RANK, "
                 f"MLX_HOSTFILE) says rank {r} of 2") in err, err
+
+
+def test_a_subgroup_made_past_the_wrapper_is_refused():
+    """torch's own new_group (imported before distcomm.torch) would call the
+    backend on the members only, which cannot split alone."""
+    with pytest.raises(RuntimeError, match="must come from torch.distributed.new_group"):
+        distcomm.torch._torch_new_group(backend="distcomm")
+    dist.barrier()
+
+
+def test_a_distcomm_subgroup_of_a_gloo_world_is_refused(tmp_path):
+    if RANK != 0:
+        pytest.skip("runs its own job, once per launch")
+    hostfile = hostfile_of(tmp_path, 2)
+    worker = os.path.join(HERE, "torch_peer_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, "gloo_default"], stdout=subprocess.PIPE,
+                              text=True, env=job_env(MLX_RANK=str(r), MLX_HOSTFILE=hostfile))
+             for r in range(2)]
+    try:
+        outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert outs == ["NotSupportedError distcomm: new_group(backend='distcomm') needs "
+                    "init_process_group('distcomm')"] * 2
 
 
 @pytest.mark.parametrize("mode", ["all_reduce", "ddp"])

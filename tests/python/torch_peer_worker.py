@@ -3,7 +3,9 @@ init_process_group("distcomm") from MLX_RANK and MLX_HOSTFILE, two DDP steps
 (DDP rebuilds its buckets at the second), "ready"; then rank 1 sleeps (the test kills it) and rank 0 takes another
 step (argv[1] == "ddp") or all_reduces (argv[1] == "all_reduce") and prints
 the exception it got. With argv[1] == "hello" each rank prints its rank,
-the world size and an all_reduce of ones, and exits."""
+the world size and an all_reduce of ones, and exits; with "gloo_default"
+the default group is Gloo's and each rank prints what new_group(backend=
+"distcomm") raised."""
 import sys
 import time
 
@@ -13,6 +15,14 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import distcomm.torch  # noqa: F401
 
+if sys.argv[1] == "gloo_default":
+    dist.init_process_group("gloo")  # the store still comes from distcomm.torch
+    try:
+        dist.new_group(backend="distcomm")
+        print("no error", flush=True)
+    except Exception as e:  # noqa: BLE001
+        print(type(e).__name__, e, flush=True)
+    sys.exit(0)
 dist.init_process_group("distcomm")
 if sys.argv[1] == "hello":
     t = torch.ones(1)
