@@ -29,9 +29,9 @@ any communication. Failures of the library raise its exceptions
 
 Every call runs to completion before it returns: ``async_op=True`` gives a
 Work that is already complete. alltoall, alltoall_base, gather, scatter and
-reduce are built here from send/recv and all_reduce; both change to the C
-library's non-blocking requests and its all_to_all, gather, scatter and
-reduce when those land (issue 16). ``isend``/``irecv`` therefore block;
+reduce are built here from send/recv and all_reduce. Both are stopgaps:
+they switch to the C library's non-blocking requests and its all_to_all,
+gather, scatter and reduce when those land (issue 16). ``isend``/``irecv`` therefore block;
 ``batch_isend_irecv`` orders its operations so that it cannot deadlock.
 """
 import importlib
@@ -120,7 +120,9 @@ def _one(tensors, what):
 
 
 def _done(result):
-    """A Work that is already complete, whose future holds result."""
+    """A Work that is already complete, whose future holds result. (Until
+    the library's non-blocking requests land, issue 16: then a Work whose
+    future completes when the request does.)"""
     fut = torch.futures.Future()
     fut.set_result(result)
     return _create_work_from_future(fut)
@@ -328,7 +330,9 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
                     o.copy_(part.view_as(o))
         return _done([o for outs in output_lists for o in outs])
 
-    # -- point to point, and what is built from it until issue 16
+    # -- point to point, and what is built from it: alltoall, alltoall_base,
+    # gather and scatter switch to the library's dc_all_to_all(v), dc_gather
+    # and dc_scatter when those land (issue 16)
 
     def _send(self, t, peer):
         w = _dense(t)
