@@ -7,8 +7,9 @@
     x = distcomm.all_sum(np.ones(10, dtype=np.float32))
     print(world.rank(), x)
 
-Every collective takes any object with the buffer protocol (numpy arrays
-first; others go through ``numpy.asarray``), copies it when it is not
+Every collective takes any object with the buffer protocol or
+``__dlpack__`` (numpy arrays, torch tensors, JAX and MLX arrays: their memory
+is read in place; others go through ``numpy.asarray``), copies it when it is not
 C-contiguous, and returns a new numpy array of the same dtype with the shape
 MLX gives. ``out=`` writes the result into an existing array instead.
 ``group=None`` means the world group, ``init()``. bfloat16, which numpy
@@ -85,13 +86,26 @@ def _code(dtype):
     return _c.DTYPES[name][0]
 
 
+def _asarray(x):
+    """x as a numpy array over its memory, and "bfloat16" when its DLPack
+    dtype says so (numpy sees such data as uint16)."""
+    if isinstance(x, _np.ndarray) or not hasattr(x, "__dlpack__"):
+        return _np.asarray(x), None
+    try:
+        v = _c.dlpack_view(x)  # torch tensors, JAX and MLX arrays: no copy
+    except RuntimeError:       # the producer cannot export it (torch 1.13: bool)
+        return _np.asarray(x), None
+    return _np.asarray(v), (v.dtype if v.dtype == "bfloat16" else None)
+
+
 def _input(x, dtype=None):
     """x as a C-contiguous numpy array and the library dtype code.
 
     Checks happen here, before anything is sent, so a bad dtype raises on
     the rank that passed it without disturbing the group.
     """
-    a = _np.asarray(x)
+    a, dl = _asarray(x)
+    dtype = dl if dtype is None else dtype
     if dtype is not None and str(dtype) == "bfloat16":
         if a.dtype.kind not in "uiV" or a.dtype.itemsize != 2:
             raise TypeError(f"distcomm: bfloat16 data must be stored as uint16, not {a.dtype}")
@@ -110,8 +124,10 @@ def _output(out, shape, dtype, op):
     """A new array, or out after checking it can take the result in place."""
     if out is None:
         return _np.empty(shape, dtype)
+    if not isinstance(out, _np.ndarray) and hasattr(out, "__dlpack__"):
+        out = _asarray(out)[0]  # writes land in the caller's tensor
     if not isinstance(out, _np.ndarray):
-        raise TypeError(f"distcomm: {op}: out must be a numpy array")
+        raise TypeError(f"distcomm: {op}: out must be a numpy array or have __dlpack__")
     if out.dtype != dtype or out.shape != tuple(shape):
         raise ValueError(f"distcomm: {op}: out is {out.dtype}{list(out.shape)}, "
                          f"the result is {_np.dtype(dtype)}{list(shape)}")

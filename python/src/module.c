@@ -75,6 +75,8 @@ PyMODINIT_FUNC PyInit__distcomm(void) {
     return NULL;
   if (PyModule_AddFunctions(module, pydc_op_methods) < 0 ||
       PyModule_AddFunctions(module, pydc_nn_methods) < 0 ||
+      PyModule_AddFunctions(module, pydc_dlpack_methods) < 0 ||
+      PyModule_AddFunctions(module, pydc_sync_methods) < 0 ||
       pydc_errors_init(module) < 0 || add_tables(module) < 0) {
     Py_DECREF(module);
     return NULL;

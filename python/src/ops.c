@@ -50,9 +50,17 @@ static PyObject *dispatch(pydc_group *grp, call *c) {
 
 int pydc_get_buffer(PyObject *obj, Py_buffer *view, int writable,
                     const char *what) {
+  if (!PyObject_CheckBuffer(obj) && pydc_has_dlpack(obj)) {
+    PyObject *dl = pydc_dlpack_view(obj, what); /* torch tensors, ... */
+    if (!dl)
+      return -1;
+    int r = pydc_get_buffer(dl, view, writable, what);
+    Py_DECREF(dl);
+    return r;
+  }
   if (!PyObject_CheckBuffer(obj)) {
     PyErr_Format(PyExc_TypeError,
-                 "distcomm: %s must support the buffer protocol, not %.100s",
+                 "distcomm: %s must support the buffer protocol or DLPack, not %.100s",
                  what, Py_TYPE(obj)->tp_name);
     return -1;
   }

@@ -56,8 +56,16 @@ int pydc_check_dtype(int code, size_t *esize);
 int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
                   const char *what);
 
-/* Module functions defined in ops.c and nn.c. */
+/* Objects with __dlpack__ (dlpack.c): true when obj has one; a new
+ * buffer-protocol object over its memory (no copy), or NULL with TypeError
+ * for a device or dtype distcomm cannot take (what names obj). */
+int pydc_has_dlpack(PyObject *obj);
+PyObject *pydc_dlpack_view(PyObject *obj, const char *what);
+
+/* Module functions defined in ops.c, nn.c, dlpack.c and sync.c. */
 extern PyMethodDef pydc_op_methods[];
 extern PyMethodDef pydc_nn_methods[];
+extern PyMethodDef pydc_dlpack_methods[];
+extern PyMethodDef pydc_sync_methods[];
 
 #endif /* PYDC_H */

@@ -1,0 +1,174 @@
+"""Failures on the "distcomm" torch backend: they raise Python exceptions
+that name the peer, within bounds, and never hang: a mismatch, a timeout
+(new_group's timeout= reaches the library), a killed peer during an
+all_reduce and during DDP's backward."""
+import datetime
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from torch_common import RANK, SIZE, dist, torch  # skips without torch
+
+import distcomm  # noqa: E402
+import distcomm.torch  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+needs2 = pytest.mark.skipif(SIZE < 2, reason="needs 2 ranks")
+
+
+@needs2
+def test_mismatch_names_the_disagreement():
+    sub = dist.new_group()  # poisoned by the mismatch, not the world
+    n = 10 if RANK == 0 else 20
+    with pytest.raises(distcomm.MismatchError):
+        dist.all_reduce(torch.ones(n), group=sub)
+    with pytest.raises(distcomm.MismatchError):  # the first error again, at once
+        dist.all_reduce(torch.ones(n), group=sub)
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    assert t[0] == SIZE
+
+
+@needs2
+def test_timeout_names_the_peer():
+    sub = dist.new_group(timeout=datetime.timedelta(seconds=0.5))
+    if RANK == 0:
+        t0 = time.monotonic()
+        with pytest.raises(distcomm.TimeoutError, match="rank 1"):
+            dist.recv(torch.empty(4), 1, group=sub)  # rank 1 never sends
+        assert 0.4 < time.monotonic() - t0 < 3
+    dist.barrier()  # rank 1 keeps sub open until rank 0 is done
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def job_env(**extra):
+    """The environment of a job started by hand, without the launcher's."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MLX_", "DISTCOMM_JOB", "MASTER_", "RANK", "WORLD_SIZE"))}
+    return dict(env, DISTCOMM_TIMEOUT="20", **extra)
+
+
+def hostfile_of(tmp_path, n):
+    path = tmp_path / "hosts.json"
+    path.write_text("[%s]" % ", ".join(f'["127.0.0.1:{p}"]' for p in free_ports(n)))
+    return str(path)
+
+
+@pytest.mark.parametrize("master", [False, True], ids=["own store", "MASTER_ADDR"])
+def test_torchrun_variables_with_a_hostfile(master, tmp_path):
+    """RANK and WORLD_SIZE (torchrun's) stand in for MLX_RANK; with
+    MASTER_ADDR/MASTER_PORT torch's own env:// store is used."""
+    if RANK != 0:
+        pytest.skip("runs its own job, once per launch")
+    hostfile = hostfile_of(tmp_path, 2)
+    master_env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_ports(1)[0])}
+    worker = os.path.join(HERE, "torch_peer_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, "hello"], stdout=subprocess.PIPE,
+                              text=True, env=job_env(RANK=str(r), WORLD_SIZE="2",
+                                                     MLX_HOSTFILE=hostfile,
+                                                     **(master_env if master else {})))
+             for r in range(2)]
+    try:
+        outs = [p.communicate(timeout=60)[0].split() for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert outs == [["0", "2", "2"], ["1", "2", "2"]]
+
+
+def test_torch_and_distcomm_disagreeing_on_the_rank_is_an_error(tmp_path):
+    """torchrun's RANK says one thing and MLX_RANK another: both ranks stop
+    at init_process_group with an error that gives both."""
+    if RANK != 0:
+        pytest.skip("runs its own job, once per launch")
+    hostfile = hostfile_of(tmp_path, 2)
+    master = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_ports(1)[0])}
+    worker = os.path.join(HERE, "torch_peer_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, "hello"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env=job_env(RANK=str(1 - r), MLX_RANK=str(r), WORLD_SIZE="2",
+                                          MLX_HOSTFILE=hostfile, **master))
+             for r in range(2)]
+    try:
+        errs = [p.communicate(timeout=60)[1] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert all(p.returncode != 0 for p in procs)
+    for r, err in enumerate(errs):
+        assert (f"torch says rank {1 - r} of 2, but distcomm's configuration (MLX_RANK, "
+                f"MLX_HOSTFILE) says rank {r} of 2") in err, err
+
+
+def test_a_subgroup_made_past_the_wrapper_is_refused():
+    """torch's own new_group (imported before distcomm.torch) would call the
+    backend on the members only, which cannot split alone."""
+    with pytest.raises(RuntimeError, match="must come from torch.distributed.new_group"):
+        distcomm.torch._torch_new_group(backend="distcomm")
+    dist.barrier()
+
+
+def test_a_distcomm_subgroup_of_a_gloo_world_is_refused(tmp_path):
+    if RANK != 0:
+        pytest.skip("runs its own job, once per launch")
+    hostfile = hostfile_of(tmp_path, 2)
+    worker = os.path.join(HERE, "torch_peer_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, "gloo_default"], stdout=subprocess.PIPE,
+                              text=True, env=job_env(MLX_RANK=str(r), MLX_HOSTFILE=hostfile))
+             for r in range(2)]
+    try:
+        outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert outs == ["NotSupportedError distcomm: new_group(backend='distcomm') needs "
+                    "init_process_group('distcomm')"] * 2
+
+
+@pytest.mark.parametrize("mode", ["all_reduce", "ddp"])
+def test_killed_peer_raises_naming_it(mode, tmp_path):
+    """A job of two started by hand (the launcher would stop the survivor):
+    rank 1 is killed with SIGKILL while rank 0 waits on it."""
+    if RANK != 0:
+        pytest.skip("runs its own job, once per launch")
+    hostfile = hostfile_of(tmp_path, 2)
+    worker = os.path.join(HERE, "torch_peer_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, mode], stdout=subprocess.PIPE, text=True,
+                              env=job_env(MLX_RANK=str(r), MLX_HOSTFILE=hostfile))
+             for r in range(2)]
+    try:
+        assert procs[1].stdout.readline().strip() == "ready"
+        assert procs[0].stdout.readline().strip() == "ready"
+        if mode == "ddp":  # the failure comes inside backward's all_reduce
+            assert procs[0].stdout.readline().strip() == "forward done"
+        time.sleep(0.3)  # rank 0 is now waiting on rank 1
+        procs[1].kill()
+        t0 = time.monotonic()
+        line = procs[0].stdout.readline().strip()
+        elapsed = time.monotonic() - t0
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    # DDP's all_reduce runs inside torch's autograd engine, which re-raises
+    # the error as a RuntimeError whose message starts with its type
+    assert line.startswith("PeerLostError all_sum:" if mode == "all_reduce" else
+                           "RuntimeError PeerLostError: all_sum:"), line
+    assert "rank 1" in line, line
+    assert elapsed < 3.0
