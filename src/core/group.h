@@ -56,6 +56,7 @@ struct dc_group {
   uint64_t seq;        /* collectives issued so far (frames carry it) */
   uint64_t id;         /* group id: same on every member, differs between groups */
   char err[512];       /* detail of the last failure */
+  struct dc_async *async; /* non-blocking requests (src/async), or NULL */
 };
 
 /* Allocate a group with defaults (timeout from DISTCOMM_TIMEOUT or 300 s). */
