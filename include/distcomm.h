@@ -229,11 +229,41 @@ DC_API dc_status dc_recv(dc_group *group, void *buf, size_t count,
 DC_API dc_status dc_broadcast(dc_group *group, void *buf, size_t count,
                               dc_dtype dtype, int root);
 
+/* All to all: send holds size * count elements, block q (send + q * count)
+ * going to rank q; rank q's block for this rank lands at recv + q * count.
+ * send and recv must not overlap (DC_ERR_INVALID when send == recv). */
+DC_API dc_status dc_all_to_all(dc_group *group, const void *send, void *recv,
+                               size_t count, dc_dtype dtype);
+/* All to all with a count per rank (counts and offsets in elements, one per
+ * rank): send_counts[q] elements at send + send_offsets[q] go to rank q,
+ * whose recv_counts[this rank] must equal them (checked: DC_ERR_MISMATCH);
+ * rank q's land at recv + recv_offsets[q]. Blocks must not overlap. */
+DC_API dc_status dc_all_to_allv(dc_group *group, const void *send,
+                                const size_t *send_counts,
+                                const size_t *send_offsets, void *recv,
+                                const size_t *recv_counts,
+                                const size_t *recv_offsets, dc_dtype dtype);
+/* Gather to root: root's recv holds size * count elements, rank q's send at
+ * recv + q * count; recv is not used on other ranks (may be NULL). */
+DC_API dc_status dc_gather(dc_group *group, const void *send, void *recv,
+                           size_t count, dc_dtype dtype, int root);
+/* Scatter from root: root's send holds size * count elements; rank q
+ * receives send + q * count into recv. send is not used on other ranks. */
+DC_API dc_status dc_scatter(dc_group *group, const void *send, void *recv,
+                            size_t count, dc_dtype dtype, int root);
+/* Reduce to root: root's recv[i] = op over ranks of send[i]; recv is not
+ * used on other ranks (may be NULL). (dc_reduce_to, not MPI's "reduce":
+ * that name is the library's element kernel.) */
+DC_API dc_status dc_reduce_to(dc_group *group, const void *send, void *recv,
+                              size_t count, dc_dtype dtype, dc_op op,
+                              int root);
+
 /* Returns once every rank of the group has entered it. */
 DC_API dc_status dc_barrier(dc_group *group);
 
 /* Collectives issued on this group so far (every all_reduce, all_gather,
- * reduce_scatter, broadcast, barrier and split counts one; send/recv do
+ * reduce_scatter, broadcast, barrier, all_to_all(v), gather, scatter,
+ * reduce_to and split counts one; send/recv do
  * not). Lets tests and tools count the reductions a helper made. */
 DC_API unsigned long long dc_group_collectives(const dc_group *group);
 
@@ -320,6 +350,25 @@ DC_API dc_status dc_irecv(dc_group *group, void *buf, size_t count,
 DC_API dc_status dc_ibroadcast(dc_group *group, void *buf, size_t count,
                                dc_dtype dtype, int root, dc_request **req);
 DC_API dc_status dc_ibarrier(dc_group *group, dc_request **req);
+DC_API dc_status dc_iall_to_all(dc_group *group, const void *send, void *recv,
+                                size_t count, dc_dtype dtype,
+                                dc_request **req);
+/* The four arrays are read when the request runs: keep them too. */
+DC_API dc_status dc_iall_to_allv(dc_group *group, const void *send,
+                                 const size_t *send_counts,
+                                 const size_t *send_offsets, void *recv,
+                                 const size_t *recv_counts,
+                                 const size_t *recv_offsets, dc_dtype dtype,
+                                 dc_request **req);
+DC_API dc_status dc_igather(dc_group *group, const void *send, void *recv,
+                            size_t count, dc_dtype dtype, int root,
+                            dc_request **req);
+DC_API dc_status dc_iscatter(dc_group *group, const void *send, void *recv,
+                             size_t count, dc_dtype dtype, int root,
+                             dc_request **req);
+DC_API dc_status dc_ireduce_to(dc_group *group, const void *send, void *recv,
+                               size_t count, dc_dtype dtype, dc_op op,
+                               int root, dc_request **req);
 
 /* ---- training helpers (MLX's mlx.nn.average_gradients and friends) ----- */
 

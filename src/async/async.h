@@ -16,6 +16,11 @@ typedef enum dc_rq_kind {
   DC_RQ_RECV,
   DC_RQ_BROADCAST,
   DC_RQ_BARRIER,
+  DC_RQ_ALL_TO_ALL,
+  DC_RQ_ALL_TO_ALLV,
+  DC_RQ_GATHER,
+  DC_RQ_SCATTER,
+  DC_RQ_REDUCE_TO,
 } dc_rq_kind;
 
 /* What a request runs: the arguments of the blocking call. */
@@ -27,6 +32,7 @@ typedef struct dc_rq_args {
   dc_dtype dtype;
   dc_op op;
   int peer; /* dst, src or root */
+  const size_t *scnt, *soff, *rcnt, *roff; /* all_to_allv */
 } dc_rq_args;
 
 /* Queue a request on g's progress thread (started on first use). NULL

@@ -88,3 +88,48 @@ dc_status dc_ibroadcast(dc_group *g, void *buf, size_t count, dc_dtype dtype,
 dc_status dc_ibarrier(dc_group *g, dc_request **req) {
   return issue(g, "ibarrier", (dc_rq_args){.kind = DC_RQ_BARRIER}, req);
 }
+
+dc_status dc_iall_to_all(dc_group *g, const void *send, void *recv,
+                         size_t count, dc_dtype dtype, dc_request **req) {
+  return issue(g, "iall_to_all",
+               (dc_rq_args){.kind = DC_RQ_ALL_TO_ALL, .send = send,
+                            .recv = recv, .count = count, .dtype = dtype},
+               req);
+}
+
+dc_status dc_iall_to_allv(dc_group *g, const void *send, const size_t *scnt,
+                          const size_t *soff, void *recv, const size_t *rcnt,
+                          const size_t *roff, dc_dtype dtype,
+                          dc_request **req) {
+  return issue(g, "iall_to_allv",
+               (dc_rq_args){.kind = DC_RQ_ALL_TO_ALLV, .send = send,
+                            .recv = recv, .dtype = dtype, .scnt = scnt,
+                            .soff = soff, .rcnt = rcnt, .roff = roff},
+               req);
+}
+
+dc_status dc_igather(dc_group *g, const void *send, void *recv, size_t count,
+                     dc_dtype dtype, int root, dc_request **req) {
+  return issue(g, "igather",
+               (dc_rq_args){.kind = DC_RQ_GATHER, .send = send, .recv = recv,
+                            .count = count, .dtype = dtype, .peer = root},
+               req);
+}
+
+dc_status dc_iscatter(dc_group *g, const void *send, void *recv, size_t count,
+                      dc_dtype dtype, int root, dc_request **req) {
+  return issue(g, "iscatter",
+               (dc_rq_args){.kind = DC_RQ_SCATTER, .send = send, .recv = recv,
+                            .count = count, .dtype = dtype, .peer = root},
+               req);
+}
+
+dc_status dc_ireduce_to(dc_group *g, const void *send, void *recv,
+                        size_t count, dc_dtype dtype, dc_op op, int root,
+                        dc_request **req) {
+  return issue(g, "ireduce_to",
+               (dc_rq_args){.kind = DC_RQ_REDUCE_TO, .send = send,
+                            .recv = recv, .count = count, .dtype = dtype,
+                            .op = op, .peer = root},
+               req);
+}

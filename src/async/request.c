@@ -65,6 +65,18 @@ static dc_status run(dc_group *g, const dc_request *r) {
     return dc_broadcast(g, x->recv, x->count, x->dtype, x->peer);
   case DC_RQ_BARRIER:
     return dc_barrier(g);
+  case DC_RQ_ALL_TO_ALL:
+    return dc_all_to_all(g, x->send, x->recv, x->count, x->dtype);
+  case DC_RQ_ALL_TO_ALLV:
+    return dc_all_to_allv(g, x->send, x->scnt, x->soff, x->recv, x->rcnt,
+                          x->roff, x->dtype);
+  case DC_RQ_GATHER:
+    return dc_gather(g, x->send, x->recv, x->count, x->dtype, x->peer);
+  case DC_RQ_SCATTER:
+    return dc_scatter(g, x->send, x->recv, x->count, x->dtype, x->peer);
+  case DC_RQ_REDUCE_TO:
+    return dc_reduce_to(g, x->send, x->recv, x->count, x->dtype, x->op,
+                        x->peer);
   }
   return DC_ERR_INVALID;
 }
