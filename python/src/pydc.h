@@ -56,8 +56,10 @@ int pydc_check_dtype(int code, size_t *esize);
 int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
                   const char *what);
 
-/* Module functions defined in ops.c and nn.c. */
+/* Module functions defined in ops.c, nn.c and request.c. */
 extern PyMethodDef pydc_op_methods[];
+extern PyMethodDef pydc_request_methods[];
+extern PyTypeObject pydc_request_type;
 extern PyMethodDef pydc_nn_methods[];
 
 #endif /* PYDC_H */
