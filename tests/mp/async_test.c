@@ -305,6 +305,8 @@ static int kill_loop(dc_group *g, size_t mib) {
       dc_request_free(r[i]);
     fflush(stdout);
     dc_group_free(g);
+    for (int i = 0; i < 4; i++)
+      free(buf[i]);
     return same && s2 == st && !late ? 4 : 6;
   }
 }
