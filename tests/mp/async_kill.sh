@@ -1,10 +1,12 @@
 #!/bin/bash
-# async_kill.sh ASYNC_TEST [shm|tcp]: 4 ranks started by hand (no launcher,
-# so nothing else tears the job down) keep 4 non-blocking all_sums of 16 MiB
-# in flight; rank 2 is SIGKILLed. Every survivor's first failed request must
-# say ERR_PEER_LOST naming rank 2 within 3 s of the kill, every request
-# behind it must fail alike, a new request must fail at once, and the rank
-# must free its group and exit 4.
+# async_kill.sh ASYNC_TEST [shm|tcp|stop]: 4 ranks started by hand (no
+# launcher, so nothing else tears the job down) keep 4 non-blocking all_sums
+# of 16 MiB in flight; rank 2 is SIGKILLed. Every survivor's first failed
+# request must say ERR_PEER_LOST naming rank 2 within 3 s of the kill, every
+# request behind it must fail alike, a new request must fail at once, and
+# the rank must free its group and exit 4. stop: rank 2 is SIGSTOPped
+# instead (DISTCOMM_TIMEOUT=2): the survivors fail within 2 + 3 s with
+# ERR_TIMEOUT naming rank 2 (or a neighbour's relayed failure naming it).
 set -u
 prog=$1
 mode=${2:-shm}
@@ -13,6 +15,8 @@ export DISTCOMM_JOB_ID
 DISTCOMM_JOB_ID=$(printf '%04x%04x%04x%04x' $RANDOM $RANDOM $RANDOM $RANDOM)
 unset DISTCOMM_SHM DISTCOMM_CMA
 if [ "$mode" = tcp ]; then export DISTCOMM_SHM=0; fi
+timeout_s=30 want=ERR_PEER_LOST sig=-9 slack=3.0
+if [ "$mode" = stop ]; then timeout_s=2 want=ERR_ ; sig=-STOP slack=5.0; fi
 n=4
 victim=2
 base=$(mp_port_base)
@@ -20,7 +24,7 @@ mp_hostfile "$mp_tmp/hf.json" $n "$base"
 
 declare -a wrap
 for ((r = 0; r < n; r++)); do
-  (MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf.json" DISTCOMM_TIMEOUT=30 \
+  (MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf.json" DISTCOMM_TIMEOUT=$timeout_s \
     timeout -k 2 90 "$prog" kill 16 >"$mp_tmp/out$r" 2>&1
    exit $?) 2>/dev/null &
   wrap[r]=$!
@@ -36,9 +40,12 @@ pid=$(sed -n 's/.*ready pid \([0-9]*\).*/\1/p' "$mp_tmp/out$victim")
 mp_pids+=("$pid")
 sleep 0.3
 kill_at=$(date +%s.%N)
-kill -9 "$pid"
+kill "$sig" "$pid"
 
 for ((r = 0; r < n; r++)); do
+  if [ $r -eq $victim ] && [ "$mode" = stop ]; then
+    continue # still stopped: mp_cleanup kills it
+  fi
   wait "${wrap[$r]}"
   rc=$?
   out=$(cat "$mp_tmp/out$r")
@@ -51,9 +58,9 @@ for ((r = 0; r < n; r++)); do
   late=$(awk -v a="${at:-0}" -v k="$kill_at" 'BEGIN { printf "%.3f", a - k }')
   if [ $rc -ne 4 ]; then
     fail "rank $r: exit $rc, want 4 (all failed alike, poisoned, freed): $out"
-  elif ! contains "$line" "ERR_PEER_LOST" "rank $victim"; then
-    fail "rank $r: want ERR_PEER_LOST naming rank $victim: $line"
-  elif ! awk -v l="$late" 'BEGIN { exit !(l < 3.0) }'; then
+  elif ! contains "$line" "$want" "rank $victim"; then
+    fail "rank $r: want $want naming rank $victim: $line"
+  elif ! awk -v l="$late" -v s="$slack" 'BEGIN { exit !(l < s) }'; then
     fail "rank $r: failed $late s after the kill: $line"
   else
     ok "rank $r failed $late s after the kill: $line"
