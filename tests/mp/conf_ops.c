@@ -8,6 +8,9 @@
  *
  * Usage: conf_ops [--size N] [--quick]
  *        conf_ops mismatch root|count|op
+ *        conf_ops neighbours   (DISTCOMM_RING_NEIGHBOURS=1, over 3 ranks:
+ *   all_to_all, gather and scatter fail alike on every rank with
+ *   ERR_NOT_SUPPORTED naming the setting, and the group still works)
  *   mismatch: rank 0 disagrees (gather root 0 vs 1 / scatter count 5 vs 6 /
  *   reduce_to vs all_sum): every rank must fail with ERR_MISMATCH within
  *   5 s (the timeout is 60 s), its group poisoned.
@@ -208,6 +211,26 @@ static int mismatch(const char *what) {
   return fails ? 1 : 0;
 }
 
+static int neighbours(void) {
+  int64_t x[64] = {0}, y[64 * 64];
+  dc_status st[3] = {dc_all_to_all(g, x, y, 1, DC_INT64),
+                     dc_gather(g, x, y, 1, DC_INT64, 0),
+                     dc_scatter(g, y, x, 1, DC_INT64, 1)};
+  for (int i = 0; i < 3; i++)
+    CHECK(st[i] == DC_ERR_NOT_SUPPORTED, "op %d gave %s", i,
+          dc_status_name(st[i]));
+  CHECK(strstr(dc_group_last_error(g), "DISTCOMM_RING_NEIGHBOURS") != NULL,
+        "detail does not name the setting");
+  x[0] = 1;
+  dc_status s2 = dc_reduce_to(g, x, y, 1, DC_INT64, DC_SUM, 0);
+  CHECK(s2 == DC_OK && (rank != 0 || y[0] == size), "reduce_to: %s",
+        dc_status_name(s2));
+  dc_group_free(g);
+  printf("rank %d/%d: %ld checks passed, %ld failed\n", rank, size, pass,
+         fails);
+  return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   g = mp_init_or_die("conf_ops");
@@ -215,6 +238,8 @@ int main(int argc, char **argv) {
   size = dc_group_size(g);
   if (argc > 2 && !strcmp(argv[1], "mismatch"))
     return mismatch(argv[2]);
+  if (argc > 1 && !strcmp(argv[1], "neighbours"))
+    return neighbours();
   size_t large = 100003;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--size") && i + 1 < argc &&
