@@ -13,8 +13,9 @@
  *     last one goes.
  *   - dc_group_split() returns a new group owned by the caller; free it with
  *     dc_group_free() before or after its parent, in any order.
- *   - Buffers always belong to the caller; the library never keeps a pointer
- *     to one after the call returns.
+ *   - Buffers always belong to the caller; a blocking call never keeps a
+ *     pointer to one after it returns, a non-blocking one (dc_i*) until its
+ *     request completes.
  *
  * Threading
  *   - A group is used by one thread at a time. Different groups (e.g. the
@@ -37,7 +38,8 @@
  *   - The library never calls exit()/abort() and never prints, unless
  *     MLX_RING_VERBOSE=1 (or DISTCOMM_VERBOSE=1) asks it to log to stderr.
  *
- * Collectives are blocking and every rank of the group must call them in the
+ * Collectives below are blocking (non-blocking forms, dc_i*, further down)
+ * and every rank of the group must call them in the
  * same order with the same count, dtype, op and root. A rank that disagrees is
  * detected (DC_ERR_MISMATCH) instead of corrupting memory. In place is allowed
  * (send == recv). Counts are size_t: messages over 2 GiB work.
@@ -231,13 +233,146 @@ DC_API dc_status dc_recv(dc_group *group, void *buf, size_t count,
 DC_API dc_status dc_broadcast(dc_group *group, void *buf, size_t count,
                               dc_dtype dtype, int root);
 
+/* All to all: send holds size * count elements, block q (send + q * count)
+ * going to rank q; rank q's block for this rank lands at recv + q * count.
+ * send and recv must not overlap (DC_ERR_INVALID when send == recv). */
+DC_API dc_status dc_all_to_all(dc_group *group, const void *send, void *recv,
+                               size_t count, dc_dtype dtype);
+/* All to all with a count per rank (counts and offsets in elements, one per
+ * rank): send_counts[q] elements at send + send_offsets[q] go to rank q,
+ * whose recv_counts[this rank] must equal them (checked: DC_ERR_MISMATCH);
+ * rank q's land at recv + recv_offsets[q]. Blocks must not overlap. */
+DC_API dc_status dc_all_to_allv(dc_group *group, const void *send,
+                                const size_t *send_counts,
+                                const size_t *send_offsets, void *recv,
+                                const size_t *recv_counts,
+                                const size_t *recv_offsets, dc_dtype dtype);
+/* Gather to root: root's recv holds size * count elements, rank q's send at
+ * recv + q * count; recv is not used on other ranks (may be NULL). */
+DC_API dc_status dc_gather(dc_group *group, const void *send, void *recv,
+                           size_t count, dc_dtype dtype, int root);
+/* Scatter from root: root's send holds size * count elements; rank q
+ * receives send + q * count into recv. send is not used on other ranks. */
+DC_API dc_status dc_scatter(dc_group *group, const void *send, void *recv,
+                            size_t count, dc_dtype dtype, int root);
+/* Reduce to root: root's recv[i] = op over ranks of send[i]; recv is not
+ * used on other ranks (may be NULL). (dc_reduce_to, not MPI's "reduce":
+ * that name is the library's element kernel.) */
+DC_API dc_status dc_reduce_to(dc_group *group, const void *send, void *recv,
+                              size_t count, dc_dtype dtype, dc_op op,
+                              int root);
+
 /* Returns once every rank of the group has entered it. */
 DC_API dc_status dc_barrier(dc_group *group);
 
 /* Collectives issued on this group so far (every all_reduce, all_gather,
- * reduce_scatter, broadcast, barrier and split counts one; send/recv do
+ * reduce_scatter, broadcast, barrier, all_to_all(v), gather, scatter,
+ * reduce_to and split counts one; send/recv do
  * not). Lets tests and tools count the reductions a helper made. */
 DC_API unsigned long long dc_group_collectives(const dc_group *group);
+
+/* ---- non-blocking collectives ---------------------------------------- */
+
+/* dc_iNAME(group, ..., &req) starts what dc_NAME does and returns at once
+ * with *req set (NULL when the call itself fails). A request runs on the
+ * group's progress thread, created on the first non-blocking call and
+ * asleep on a condition variable when there is nothing to do, so it moves
+ * while the caller computes.
+ *
+ * Order: one progress thread per group runs its requests one at a time in
+ * issue order, and a blocking call (or split, or a training helper) on a
+ * group with requests in flight first waits for them all. So the wire sees
+ * every rank's ops in the order that rank issued them, and ranks stay in
+ * step exactly as with blocking calls: every rank must issue the same
+ * collectives in the same order, blocking or not (a blocking all_sum
+ * against a non-blocking one is the same op and matches).
+ *
+ * Buffers belong to the caller until the request completes (dc_wait,
+ * dc_test saying done, dc_wait_all): until then the library may read send
+ * buffers and write receive buffers, so do not touch them (nor free them).
+ *
+ * Errors: argument errors (NULL buffer, bad dtype) are reported by the
+ * request (DC_ERR_INVALID at dc_wait). A failure on the wire (dead peer,
+ * mismatch, timeout, interrupt) poisons the group as for blocking calls:
+ * that request and every request behind it fail with the same status and
+ * detail, and a non-blocking call on a poisoned group returns that status
+ * at once with *req NULL. Every wait is bounded: each request ahead makes
+ * progress or fails within the group's timeout. The group's interrupt
+ * function is polled by dc_wait / dc_wait_all (and by blocking calls that
+ * wait for requests): when it fires, the request running fails with
+ * DC_ERR_INTERRUPTED (poisoning the group) and so do the ones behind it.
+ *
+ * While requests are in flight, read their detail with dc_request_error(),
+ * not dc_group_last_error(), and do not call dc_group_collectives().
+ * Waiting on a request is for the thread that uses the group.
+ *
+ * dc_group_free() of the last reference with requests in flight waits for
+ * them (each bounded as above), then stops the progress thread. Requests
+ * outlive their group: dc_test, dc_wait, dc_request_error and
+ * dc_request_free stay valid on them after the group is freed. */
+typedef struct dc_request dc_request;
+
+/* Wait until req completes; returns its status. req NULL: DC_ERR_INVALID. */
+DC_API dc_status dc_wait(dc_request *req);
+/* *done = 1 and the request's status when it has completed; *done = 0 and
+ * DC_OK when not yet. Never blocks. */
+DC_API dc_status dc_test(dc_request *req, int *done);
+/* Wait for all n requests (NULL entries are skipped); returns DC_OK or the
+ * status of the first (in array order) that failed. */
+DC_API dc_status dc_wait_all(dc_request **reqs, size_t n);
+/* Detail of a failed request ("all_sum: rank 2 (...) closed the
+ * connection"); "" while running or after success. */
+DC_API const char *dc_request_error(const dc_request *req);
+/* Free a request; one still in flight is waited for first (its buffers
+ * are the caller's again on return). NULL is a no-op. */
+DC_API void dc_request_free(dc_request *req);
+
+DC_API dc_status dc_iall_reduce(dc_group *group, const void *send, void *recv,
+                                size_t count, dc_dtype dtype, dc_op op,
+                                dc_request **req);
+DC_API dc_status dc_iall_sum(dc_group *group, const void *send, void *recv,
+                             size_t count, dc_dtype dtype, dc_request **req);
+DC_API dc_status dc_iall_max(dc_group *group, const void *send, void *recv,
+                             size_t count, dc_dtype dtype, dc_request **req);
+DC_API dc_status dc_iall_min(dc_group *group, const void *send, void *recv,
+                             size_t count, dc_dtype dtype, dc_request **req);
+DC_API dc_status dc_iall_gather(dc_group *group, const void *send, void *recv,
+                                size_t count, dc_dtype dtype,
+                                dc_request **req);
+DC_API dc_status dc_ireduce_scatter(dc_group *group, const void *send,
+                                    void *recv, size_t count, dc_dtype dtype,
+                                    dc_op op, dc_request **req);
+DC_API dc_status dc_isum_scatter(dc_group *group, const void *send,
+                                 void *recv, size_t count, dc_dtype dtype,
+                                 dc_request **req);
+/* Requests run one at a time: an isend to a rank that has not yet posted
+ * the matching recv holds back the requests behind it (as dc_send would). */
+DC_API dc_status dc_isend(dc_group *group, const void *buf, size_t count,
+                          dc_dtype dtype, int dst, dc_request **req);
+DC_API dc_status dc_irecv(dc_group *group, void *buf, size_t count,
+                          dc_dtype dtype, int src, dc_request **req);
+DC_API dc_status dc_ibroadcast(dc_group *group, void *buf, size_t count,
+                               dc_dtype dtype, int root, dc_request **req);
+DC_API dc_status dc_ibarrier(dc_group *group, dc_request **req);
+DC_API dc_status dc_iall_to_all(dc_group *group, const void *send, void *recv,
+                                size_t count, dc_dtype dtype,
+                                dc_request **req);
+/* The four arrays are read when the request runs: keep them too. */
+DC_API dc_status dc_iall_to_allv(dc_group *group, const void *send,
+                                 const size_t *send_counts,
+                                 const size_t *send_offsets, void *recv,
+                                 const size_t *recv_counts,
+                                 const size_t *recv_offsets, dc_dtype dtype,
+                                 dc_request **req);
+DC_API dc_status dc_igather(dc_group *group, const void *send, void *recv,
+                            size_t count, dc_dtype dtype, int root,
+                            dc_request **req);
+DC_API dc_status dc_iscatter(dc_group *group, const void *send, void *recv,
+                             size_t count, dc_dtype dtype, int root,
+                             dc_request **req);
+DC_API dc_status dc_ireduce_to(dc_group *group, const void *send, void *recv,
+                               size_t count, dc_dtype dtype, dc_op op,
+                               int root, dc_request **req);
 
 /* ---- training helpers (MLX's mlx.nn.average_gradients and friends) ----- */
 

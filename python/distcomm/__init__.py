@@ -25,6 +25,7 @@ import numpy as _np
 
 from . import _distcomm as _c
 from ._distcomm import Error, Group  # noqa: F401  (re-exported)
+from ._distcomm import Request  # noqa: F401  (re-exported)
 
 # One exception class per library status, made by the C module from the
 # header's status list: distcomm.PeerLostError, distcomm.TimeoutError, ...
@@ -35,6 +36,7 @@ __version__ = _c.version
 __all__ = [
     "init", "is_available", "Group", "all_sum", "all_max", "all_min",
     "all_gather", "sum_scatter", "send", "recv", "recv_like", "Error",
+    "all_to_all", "gather", "scatter", "reduce", "Request",
 ] + sorted(cls.__name__ for cls in ERRORS.values())
 
 # numpy (kind, itemsize) -> library dtype name. Keyed this way because
@@ -136,40 +138,58 @@ def _output(out, shape, dtype, op):
     return out
 
 
-def _reduce(x, op, group, out, dtype):
+def _start(g, kind, send, recv, code, op=0, peer=0, result=None):
+    """A Request for the op (async_op=True): the library's dc_i* call.
+
+    The request keeps the arrays until it completes; its wait() returns
+    result. Requests on a group run in issue order, and a blocking op on the
+    group waits for them first, so every rank must issue the same ops in
+    the same order, blocking or not.
+    """
+    return _c.start(g, kind, send, recv, code, op, peer, result)
+
+
+def _reduce(x, op, group, out, dtype, async_op=False):
     a, code = _input(x, dtype)
     g = _group(group)
     res = _output(out, a.shape, a.dtype, "all_" + op)
+    if async_op:
+        return _start(g, "all_reduce", a, res, code, _c.OPS[op], 0, res)
     _c.all_reduce(g, a, res, code, _c.OPS[op])
     return res
 
 
-def all_sum(x, *, group=None, out=None, dtype=None):
-    """Sum of x over the ranks of the group; every rank gets the same result."""
-    return _reduce(x, "sum", group, out, dtype)
+def all_sum(x, *, group=None, out=None, dtype=None, async_op=False):
+    """Sum of x over the ranks of the group; every rank gets the same result.
+
+    async_op=True returns a Request at once; its wait() returns the result.
+    """
+    return _reduce(x, "sum", group, out, dtype, async_op)
 
 
-def all_max(x, *, group=None, out=None, dtype=None):
+def all_max(x, *, group=None, out=None, dtype=None, async_op=False):
     """Element-wise maximum over the ranks (not for complex64)."""
-    return _reduce(x, "max", group, out, dtype)
+    return _reduce(x, "max", group, out, dtype, async_op)
 
 
-def all_min(x, *, group=None, out=None, dtype=None):
+def all_min(x, *, group=None, out=None, dtype=None, async_op=False):
     """Element-wise minimum over the ranks (not for complex64)."""
-    return _reduce(x, "min", group, out, dtype)
+    return _reduce(x, "min", group, out, dtype, async_op)
 
 
-def all_gather(x, *, group=None, out=None, dtype=None):
+def all_gather(x, *, group=None, out=None, dtype=None, async_op=False):
     """Every rank's x concatenated on axis 0 in rank order; a scalar gives [size]."""
     a, code = _input(x, dtype)
     g = _group(group)
     shape = (g.size(),) if a.ndim == 0 else (g.size() * a.shape[0],) + a.shape[1:]
     res = _output(out, shape, a.dtype, "all_gather")
+    if async_op:
+        return _start(g, "all_gather", a, res, code, 0, 0, res)
     _c.all_gather(g, a, res, code)
     return res
 
 
-def sum_scatter(x, *, group=None, out=None, dtype=None):
+def sum_scatter(x, *, group=None, out=None, dtype=None, async_op=False):
     """Sum over the ranks, then rank r keeps the r-th of size parts of axis 0."""
     a, code = _input(x, dtype)
     g = _group(group)
@@ -178,13 +198,17 @@ def sum_scatter(x, *, group=None, out=None, dtype=None):
         raise ValueError(f"distcomm: sum_scatter: axis 0 of shape {list(a.shape)} "
                          f"does not split into {n} equal parts")
     res = _output(out, (a.shape[0] // n,) + a.shape[1:], a.dtype, "sum_scatter")
+    if async_op:
+        return _start(g, "reduce_scatter", a, res, code, _c.OPS["sum"], 0, res)
     _c.reduce_scatter(g, a, res, code, _c.OPS["sum"])
     return res
 
 
-def send(x, dst, *, group=None, dtype=None):
+def send(x, dst, *, group=None, dtype=None, async_op=False):
     """Send x to rank dst of the group; returns x (as MLX returns the sent array)."""
     a, code = _input(x, dtype)
+    if async_op:
+        return _start(_group(group), "send", a, None, code, 0, int(dst), a)
     _c.send(_group(group), a, code, int(dst))
     return a
 
@@ -197,12 +221,14 @@ def _storage(dtype):
     return dt, _code(dt)
 
 
-def recv(shape, dtype, src, *, group=None, out=None):
+def recv(shape, dtype, src, *, group=None, out=None, async_op=False):
     """Receive an array of the given shape and dtype from rank src."""
     shape = (int(shape),) if _np.ndim(shape) == 0 else tuple(int(s) for s in shape)
     dt, code = _storage(dtype)
     g = _group(group)
     res = _output(out, shape, dt, "recv")
+    if async_op:
+        return _start(g, "recv", None, res, code, 0, int(src), res)
     _c.recv(g, res, code, int(src))
     return res
 
@@ -212,6 +238,71 @@ def recv_like(x, src, *, group=None, out=None, dtype=None):
     a = _np.asarray(x)
     return recv(a.shape, dtype if dtype is not None else a.dtype, src,
                 group=group, out=out)
+
+
+def _finish(req, async_op):
+    return req if async_op else req.wait()
+
+
+def _root(root, g):
+    root = int(root)
+    if not 0 <= root < g.size():
+        raise ValueError(f"distcomm: root {root} is out of range (group size {g.size()})")
+    return root
+
+
+def all_to_all(x, *, group=None, out=None, dtype=None, async_op=False):
+    """Axis 0 of x cut into size equal parts: part q goes to rank q, and the
+    result holds rank q's part for this rank at part q (same shape as x)."""
+    a, code = _input(x, dtype)
+    g = _group(group)
+    n = g.size()
+    if a.ndim == 0 or a.shape[0] % n:
+        raise ValueError(f"distcomm: all_to_all: axis 0 of shape {list(a.shape)} "
+                         f"does not split into {n} equal parts")
+    res = _output(out, a.shape, a.dtype, "all_to_all")
+    return _finish(_start(g, "all_to_all", a, res, code, 0, 0, res), async_op)
+
+
+def gather(x, root=0, *, group=None, out=None, dtype=None, async_op=False):
+    """Every rank's x concatenated on axis 0 in rank order, on root only
+    (other ranks get None)."""
+    a, code = _input(x, dtype)
+    g = _group(group)
+    root = _root(root, g)
+    res = None
+    if g.rank() == root:
+        shape = (g.size(),) if a.ndim == 0 else (g.size() * a.shape[0],) + a.shape[1:]
+        res = _output(out, shape, a.dtype, "gather")
+    return _finish(_start(g, "gather", a, res, code, 0, root, res), async_op)
+
+
+def scatter(x, shape, dtype, root=0, *, group=None, out=None, async_op=False):
+    """Root's x (size parts on axis 0) is cut up: rank q gets part q, an
+    array of the given shape and dtype. x is only read on root (None elsewhere)."""
+    shape = (int(shape),) if _np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    dt, code = _storage(dtype)
+    g = _group(group)
+    root = _root(root, g)
+    a = None
+    if g.rank() == root:
+        a, code2 = _input(x, dtype)
+        if code2 != code:
+            raise TypeError(f"distcomm: scatter: x is {a.dtype}, dtype is {dtype}")
+    res = _output(out, shape, dt, "scatter")
+    return _finish(_start(g, "scatter", a, res, code, 0, root, res), async_op)
+
+
+def reduce(x, root=0, op="sum", *, group=None, out=None, dtype=None, async_op=False):
+    """op ("sum", "max", "min", "prod") over the ranks of x, on root only
+    (other ranks get None)."""
+    a, code = _input(x, dtype)
+    g = _group(group)
+    root = _root(root, g)
+    if op not in _c.OPS:
+        raise ValueError(f"distcomm: reduce: op {op!r} is not one of {sorted(_c.OPS)}")
+    res = _output(out, a.shape, a.dtype, "reduce") if g.rank() == root else None
+    return _finish(_start(g, "reduce", a, res, code, _c.OPS[op], root, res), async_op)
 
 
 from . import nn  # noqa: E402,F401  (distcomm.nn after the functions it uses)

@@ -56,7 +56,10 @@ static int add_tables(PyObject *module) {
       PyModule_AddStringConstant(module, "version", dc_version()) < 0)
     return -1;
   Py_INCREF(&pydc_group_type);
-  return PyModule_AddObject(module, "Group", (PyObject *)&pydc_group_type);
+  if (PyModule_AddObject(module, "Group", (PyObject *)&pydc_group_type) < 0)
+    return -1;
+  Py_INCREF(&pydc_request_type);
+  return PyModule_AddObject(module, "Request", (PyObject *)&pydc_request_type);
 }
 
 static struct PyModuleDef module_def = {
@@ -68,7 +71,8 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__distcomm(void) {
-  if (PyType_Ready(&pydc_group_type) < 0)
+  if (PyType_Ready(&pydc_group_type) < 0 ||
+      PyType_Ready(&pydc_request_type) < 0)
     return NULL;
   PyObject *module = PyModule_Create(&module_def);
   if (!module)
@@ -77,6 +81,7 @@ PyMODINIT_FUNC PyInit__distcomm(void) {
       PyModule_AddFunctions(module, pydc_nn_methods) < 0 ||
       PyModule_AddFunctions(module, pydc_dlpack_methods) < 0 ||
       PyModule_AddFunctions(module, pydc_sync_methods) < 0 ||
+      PyModule_AddFunctions(module, pydc_request_methods) < 0 ||
       pydc_errors_init(module) < 0 || add_tables(module) < 0) {
     Py_DECREF(module);
     return NULL;

@@ -62,8 +62,10 @@ int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
 int pydc_has_dlpack(PyObject *obj);
 PyObject *pydc_dlpack_view(PyObject *obj, const char *what);
 
-/* Module functions defined in ops.c, nn.c, dlpack.c and sync.c. */
+/* Module functions defined in ops.c, nn.c, dlpack.c, sync.c and request.c. */
 extern PyMethodDef pydc_op_methods[];
+extern PyMethodDef pydc_request_methods[];
+extern PyTypeObject pydc_request_type;
 extern PyMethodDef pydc_nn_methods[];
 extern PyMethodDef pydc_dlpack_methods[];
 extern PyMethodDef pydc_sync_methods[];

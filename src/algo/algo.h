@@ -75,6 +75,18 @@ dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv);
 dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root);
 dc_status dc_algo_barrier(dc_comm *c);
 
+/* Direct exchanges (algo/exchange.c), lengths and offsets in bytes. On a
+ * neighbours-only ring of more than 3 ranks: DC_ERR_NOT_SUPPORTED on every
+ * rank before any transfer. */
+dc_status dc_algo_all_to_allv(dc_comm *c, const void *send,
+                              const size_t *soff, const size_t *slen,
+                              void *recv, const size_t *roff,
+                              const size_t *rlen);
+dc_status dc_algo_gather(dc_comm *c, const void *send, void *recv,
+                         size_t len, int root);
+dc_status dc_algo_scatter(dc_comm *c, const void *send, void *recv,
+                          size_t len, int root);
+
 /* Ring (bandwidth-optimal, pipelined, both directions) and direct
  * (latency-optimal: everyone exchanges with everyone in one batch). */
 dc_status dc_ring_all_reduce(dc_comm *c, const void *send, void *recv);

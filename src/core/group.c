@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "async/async.h"
 #include "core/group.h"
 #include "kernels/reduce.h"
 
@@ -40,6 +41,7 @@ dc_status dc_group_set_timeout(dc_group *g, double seconds) {
     g->op_name = "set_timeout";
     return dc_fail(g, DC_ERR_INVALID, "timeout %g s is not positive", seconds);
   }
+  dc_async_drain(g); /* the progress thread reads it */
   g->timeout_s = seconds;
   return DC_OK;
 }
@@ -47,14 +49,17 @@ dc_status dc_group_set_timeout(dc_group *g, double seconds) {
 dc_status dc_group_set_interrupt(dc_group *g, dc_interrupt_fn fn, void *arg) {
   if (!g)
     return dc_init_fail(DC_ERR_INVALID, "set_interrupt: group is NULL");
+  dc_async_drain(g);
   g->interrupt = fn;
   g->interrupt_arg = arg;
+  dc_async_set_interrupt(g);
   return DC_OK;
 }
 
 dc_status dc_enter(dc_group *g, const char *name) {
   if (!g)
     return dc_init_fail(DC_ERR_INVALID, "%s: group is NULL", name);
+  dc_async_drain(g); /* blocking calls queue behind requests in flight */
   if (g->failed != DC_OK)
     return g->failed;
   g->op_name = name;
@@ -211,4 +216,112 @@ dc_status dc_barrier(dc_group *g) {
   if (g->size == 1)
     return DC_OK;
   return g->ops->barrier(g);
+}
+
+/* ---- all_to_all, gather, scatter, reduce_to ---------------------------- */
+
+/* What the rooted ops share: the root, the buffer this rank uses, and the
+ * sequence number. */
+static dc_status rooted_prologue(dc_group *g, const char *name,
+                                 const void *buf, size_t count,
+                                 dc_dtype dtype, int root) {
+  TRY(dc_enter(g, name));
+  TRY(check_buf(g, buf, "buffer", count, dtype));
+  TRY(check_peer(g, root, "root", 1));
+  g->seq++;
+  return DC_OK;
+}
+
+dc_status dc_all_to_all(dc_group *g, const void *send, void *recv,
+                        size_t count, dc_dtype dtype) {
+  TRY(dc_enter(g, "all_to_all"));
+  TRY(check_buf(g, send, "send", count, dtype));
+  TRY(check_buf(g, recv, "recv", count, dtype));
+  if (send == recv && count > 0)
+    return dc_fail(g, DC_ERR_INVALID, "send and recv are the same buffer");
+  g->seq++;
+  if (g->size == 1) {
+    copy(recv, send, count * dc_dtype_size(dtype));
+    return DC_OK;
+  }
+  return g->ops->all_to_all(g, send, recv, count, dtype);
+}
+
+/* Each block's end fits size_t; this rank's block to itself agrees. */
+static dc_status check_v(dc_group *g, const void *buf, const size_t *cnt,
+                         const size_t *off, const char *what, dc_dtype dtype) {
+  if (!cnt || !off)
+    return dc_fail(g, DC_ERR_INVALID, "%s counts or offsets are NULL", what);
+  size_t es = dc_dtype_size(dtype);
+  for (int q = 0; q < g->size; q++) {
+    if (cnt[q] > SIZE_MAX / es || off[q] > SIZE_MAX / es - cnt[q])
+      return dc_fail(g, DC_ERR_INVALID,
+                     "%s block %d (offset %zu, count %zu) overflows size_t",
+                     what, q, off[q], cnt[q]);
+    if (!buf && cnt[q] > 0)
+      return dc_fail(g, DC_ERR_INVALID, "%s buffer is NULL with count %zu",
+                     what, cnt[q]);
+  }
+  return DC_OK;
+}
+
+dc_status dc_all_to_allv(dc_group *g, const void *send, const size_t *scnt,
+                         const size_t *soff, void *recv, const size_t *rcnt,
+                         const size_t *roff, dc_dtype dtype) {
+  TRY(dc_enter(g, "all_to_allv"));
+  if ((unsigned)dtype >= DC_DTYPE_COUNT)
+    return dc_fail(g, DC_ERR_INVALID, "dtype %d is not a dc_dtype", dtype);
+  TRY(check_v(g, send, scnt, soff, "send", dtype));
+  TRY(check_v(g, recv, rcnt, roff, "recv", dtype));
+  int me = g->rank;
+  if (scnt[me] != rcnt[me])
+    return dc_fail(g, DC_ERR_MISMATCH,
+                   "this rank sends itself %zu elements but expects %zu",
+                   scnt[me], rcnt[me]);
+  g->seq++;
+  if (g->size == 1) {
+    size_t es = dc_dtype_size(dtype);
+    copy((char *)recv + roff[0] * es, (const char *)send + soff[0] * es,
+         scnt[0] * es);
+    return DC_OK;
+  }
+  return g->ops->all_to_allv(g, send, scnt, soff, recv, rcnt, roff, dtype);
+}
+
+dc_status dc_gather(dc_group *g, const void *send, void *recv, size_t count,
+                    dc_dtype dtype, int root) {
+  TRY(rooted_prologue(g, "gather", send, count, dtype, root));
+  if (g->rank == root)
+    TRY(check_buf(g, recv, "recv", count, dtype));
+  if (g->size == 1) {
+    copy(recv, send, count * dc_dtype_size(dtype));
+    return DC_OK;
+  }
+  return g->ops->gather(g, send, recv, count, dtype, root);
+}
+
+dc_status dc_scatter(dc_group *g, const void *send, void *recv, size_t count,
+                     dc_dtype dtype, int root) {
+  TRY(rooted_prologue(g, "scatter", recv, count, dtype, root));
+  if (g->rank == root)
+    TRY(check_buf(g, send, "send", count, dtype));
+  if (g->size == 1) {
+    copy(recv, send, count * dc_dtype_size(dtype));
+    return DC_OK;
+  }
+  return g->ops->scatter(g, send, recv, count, dtype, root);
+}
+
+dc_status dc_reduce_to(dc_group *g, const void *send, void *recv,
+                       size_t count, dc_dtype dtype, dc_op op, int root) {
+  TRY(dc_enter(g, "reduce_to"));
+  TRY(check_op(g, dtype, op));
+  TRY(rooted_prologue(g, "reduce_to", send, count, dtype, root));
+  if (g->rank == root)
+    TRY(check_buf(g, recv, "recv", count, dtype));
+  if (g->size == 1) {
+    copy(recv, send, count * dc_dtype_size(dtype));
+    return DC_OK;
+  }
+  return g->ops->reduce_to(g, send, recv, count, dtype, op, root);
 }

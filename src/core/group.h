@@ -28,6 +28,18 @@ typedef struct dc_backend_ops {
   dc_status (*broadcast)(dc_group *g, void *buf, size_t count,
                          dc_dtype dtype, int root);
   dc_status (*barrier)(dc_group *g);
+  /* Counts and offsets in elements; all_to_all has them equal. */
+  dc_status (*all_to_allv)(dc_group *g, const void *send, const size_t *scnt,
+                           const size_t *soff, void *recv, const size_t *rcnt,
+                           const size_t *roff, dc_dtype dtype);
+  dc_status (*all_to_all)(dc_group *g, const void *send, void *recv,
+                          size_t count, dc_dtype dtype);
+  dc_status (*gather)(dc_group *g, const void *send, void *recv, size_t count,
+                      dc_dtype dtype, int root);
+  dc_status (*scatter)(dc_group *g, const void *send, void *recv,
+                       size_t count, dc_dtype dtype, int root);
+  dc_status (*reduce_to)(dc_group *g, const void *send, void *recv,
+                         size_t count, dc_dtype dtype, dc_op op, int root);
   /* Members of one color already chosen and ordered by group.c: ranks[i] is
    * the parent rank of new rank i; me is this rank's new rank. */
   dc_status (*split)(dc_group *g, const int *ranks, int n, int me,
@@ -56,6 +68,7 @@ struct dc_group {
   uint64_t seq;        /* collectives issued so far (frames carry it) */
   uint64_t id;         /* group id: same on every member, differs between groups */
   char err[512];       /* detail of the last failure */
+  struct dc_async *async; /* non-blocking requests (src/async), or NULL */
 };
 
 /* Allocate a group with defaults (timeout from DISTCOMM_TIMEOUT or 300 s). */

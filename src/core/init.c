@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "async/async.h"
 #include "core/group.h"
 
 static pthread_mutex_t world_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,6 +85,7 @@ void dc_group_free(dc_group *g) {
     if (!last)
       return;
   }
+  dc_async_release(g); /* waits for requests in flight */
   g->ops->destroy(g);
   free(g);
 }

@@ -15,6 +15,11 @@ typedef enum perf_op {
   PERF_REDUCE_SCATTER,
   PERF_BROADCAST,
   PERF_SENDRECV,
+  PERF_ALL_TO_ALL, /* size = each rank's send (and receive) bytes */
+  PERF_GATHER,     /* size = root's gathered bytes, like all_gather */
+  PERF_SCATTER,    /* size = root's send bytes */
+  PERF_REDUCE,     /* dc_reduce_to */
+  PERF_IALL_REDUCE, /* dc_iall_reduce + dc_wait: the cost of a request */
   PERF_OP_COUNT
 } perf_op;
 
@@ -32,7 +37,7 @@ typedef struct perf_opts {
   int check;        /* 1: patterned data, one verified call per size */
   int per_rank;     /* 1: print every rank's own time too */
   int peers_format; /* 1: run-peers.sh columns instead of nccl-tests' */
-  int root;         /* broadcast root */
+  int root;         /* root of broadcast, gather, scatter, reduce */
 } perf_opts;
 
 /* The shape of one measured call: what the row reports and what the call

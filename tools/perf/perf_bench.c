@@ -18,22 +18,29 @@
 perf_shape perf_shape_for(perf_op op, size_t bytes, int nranks, size_t esz) {
   perf_shape s;
   size_t n = (size_t)nranks;
-  int split = op == PERF_ALL_GATHER || op == PERF_REDUCE_SCATTER;
+  int split = op == PERF_ALL_GATHER || op == PERF_REDUCE_SCATTER ||
+              op == PERF_ALL_TO_ALL || op == PERF_GATHER || op == PERF_SCATTER;
   size_t per = split ? bytes / (n * esz) : bytes / esz;
   s.count = per ? per : 1;
   size_t part = s.count * esz;
   s.bytes = split ? part * n : part;
-  s.sbytes = op == PERF_REDUCE_SCATTER ? s.bytes : part;
-  s.rbytes = op == PERF_ALL_GATHER ? s.bytes : part;
+  s.sbytes = op == PERF_REDUCE_SCATTER || op == PERF_ALL_TO_ALL ||
+                     op == PERF_SCATTER ? s.bytes : part;
+  s.rbytes = op == PERF_ALL_GATHER || op == PERF_ALL_TO_ALL ||
+                     op == PERF_GATHER ? s.bytes : part;
   return s;
 }
 
 /* nccl-tests' bus bandwidth factors: what each rank's link carries. */
 static double bus_factor(perf_op op, int n) {
   switch (op) {
-  case PERF_ALL_REDUCE: return 2.0 * (n - 1) / n;
+  case PERF_ALL_REDUCE:
+  case PERF_IALL_REDUCE: return 2.0 * (n - 1) / n;
   case PERF_ALL_GATHER:
-  case PERF_REDUCE_SCATTER: return (double)(n - 1) / n;
+  case PERF_REDUCE_SCATTER:
+  case PERF_ALL_TO_ALL:
+  case PERF_GATHER:
+  case PERF_SCATTER: return (double)(n - 1) / n;
   default: return 1.0;
   }
 }
@@ -50,12 +57,24 @@ static int auto_iters(size_t bytes) {
 /* The peers' names for the ops, for --peers-format rows. */
 static const char *peers_name(perf_op op) {
   static const char *const names[PERF_OP_COUNT] = {
-      "allreduce", "allgather", "reduce_scatter", "broadcast", "pingpong"};
+      "allreduce", "allgather", "reduce_scatter", "broadcast", "pingpong",
+      "alltoall",  "gather",    "scatter",        "reduce",    "iallreduce"};
   return names[op];
 }
 
 static int is_reduction(perf_op op) {
-  return op == PERF_ALL_REDUCE || op == PERF_REDUCE_SCATTER;
+  return op == PERF_ALL_REDUCE || op == PERF_REDUCE_SCATTER ||
+         op == PERF_REDUCE || op == PERF_IALL_REDUCE;
+}
+
+/* One request, started and waited for. */
+static dc_status iall_reduce(const perf_ctx *c, const perf_shape *sh) {
+  dc_request *r = NULL;
+  dc_status st = dc_iall_reduce(c->g, c->sb, c->rb, sh->count, c->o->dtype,
+                                c->o->redop, &r);
+  if (st == DC_OK) st = dc_wait(r);
+  dc_request_free(r);
+  return st;
 }
 
 /* ---- one call, a loop of calls, a timed size ----------------------------- */
@@ -84,6 +103,12 @@ static dc_status call_once(const perf_ctx *c, perf_op op, const perf_shape *sh) 
     return dc_reduce_scatter(c->g, c->sb, c->rb, sh->count, o->dtype, o->redop);
   case PERF_BROADCAST: return dc_broadcast(c->g, c->rb, sh->count, o->dtype, o->root);
   case PERF_SENDRECV: return sendrecv(c, sh);
+  case PERF_ALL_TO_ALL: return dc_all_to_all(c->g, c->sb, c->rb, sh->count, o->dtype);
+  case PERF_GATHER: return dc_gather(c->g, c->sb, c->rb, sh->count, o->dtype, o->root);
+  case PERF_SCATTER: return dc_scatter(c->g, c->sb, c->rb, sh->count, o->dtype, o->root);
+  case PERF_REDUCE:
+    return dc_reduce_to(c->g, c->sb, c->rb, sh->count, o->dtype, o->redop, o->root);
+  case PERF_IALL_REDUCE: return iall_reduce(c, sh);
   default: return DC_ERR_INVALID;
   }
 }

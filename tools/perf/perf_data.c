@@ -154,7 +154,10 @@ static void reduced(const perf_ctx *c, size_t i, double *re, double *im) {
 /* The pattern an op's inputs follow: reductions use the redop's, the rest
  * move data unchanged and use the sum one. */
 static dc_op pattern_of(const perf_ctx *c, perf_op op) {
-  return op == PERF_ALL_REDUCE || op == PERF_REDUCE_SCATTER ? c->o->redop : DC_SUM;
+  return op == PERF_ALL_REDUCE || op == PERF_REDUCE_SCATTER ||
+                 op == PERF_REDUCE || op == PERF_IALL_REDUCE
+             ? c->o->redop
+             : DC_SUM;
 }
 
 static void fill_rank(const perf_ctx *c, dc_op pat, int r, void *buf, size_t n) {
@@ -174,6 +177,8 @@ void perf_fill(const perf_ctx *c, perf_op op, const perf_shape *sh) {
   size_t esz = dc_dtype_size(c->o->dtype);
   if (op == PERF_BROADCAST) {
     if (c->rank == c->o->root) fill_rank(c, DC_SUM, c->rank, c->rb, sh->rbytes / esz);
+  } else if (op == PERF_SCATTER) {
+    if (c->rank == c->o->root) fill_rank(c, DC_SUM, c->rank, c->sb, sh->sbytes / esz);
   } else {
     fill_rank(c, pattern_of(c, op), c->rank, c->sb, sh->sbytes / esz);
   }
@@ -192,7 +197,19 @@ static int differs(const perf_ctx *c, size_t i, double re, double im) {
 static void expected(const perf_ctx *c, perf_op op, const perf_shape *sh,
                      size_t i, double *re, double *im) {
   switch (op) {
-  case PERF_ALL_REDUCE: reduced(c, i, re, im); break;
+  case PERF_ALL_REDUCE:
+  case PERF_IALL_REDUCE:
+  case PERF_REDUCE: reduced(c, i, re, im); break;
+  case PERF_GATHER:
+    value(c, DC_SUM, (int)(i / sh->count), i % sh->count, re, im);
+    break;
+  case PERF_SCATTER:
+    value(c, DC_SUM, c->o->root, (size_t)c->rank * sh->count + i, re, im);
+    break;
+  case PERF_ALL_TO_ALL: /* block q of the result: rank q's block for us */
+    value(c, DC_SUM, (int)(i / sh->count),
+          (size_t)c->rank * sh->count + i % sh->count, re, im);
+    break;
   case PERF_REDUCE_SCATTER: reduced(c, (size_t)c->rank * sh->count + i, re, im); break;
   case PERF_ALL_GATHER:
     value(c, DC_SUM, (int)(i / sh->count), i % sh->count, re, im);
@@ -205,6 +222,8 @@ static void expected(const perf_ctx *c, perf_op op, const perf_shape *sh,
 
 size_t perf_verify(const perf_ctx *c, perf_op op, const perf_shape *sh) {
   if (op == PERF_SENDRECV && c->rank > 1) return 0; /* not in the exchange */
+  if ((op == PERF_GATHER || op == PERF_REDUCE) && c->rank != c->o->root)
+    return 0; /* only the root gets a result */
   size_t n = sh->rbytes / dc_dtype_size(c->o->dtype), wrong = 0;
   for (size_t i = 0; i < n; i++) {
     double re, im;

@@ -13,7 +13,8 @@
 #include "perf.h"
 
 static const char *const op_names[PERF_OP_COUNT] = {
-    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "sendrecv"};
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "sendrecv",
+    "all_to_all", "gather",     "scatter",        "reduce",    "iall_reduce"};
 
 const char *perf_op_name(perf_op op) { return op_names[op]; }
 
@@ -27,8 +28,10 @@ void perf_fail(const perf_ctx *c, dc_status st, const char *what) {
 static void usage(FILE *f) {
   fputs(
       "usage: distcomm-perf [options]\n"
-      "  -t, --op LIST          all_reduce|all_gather|reduce_scatter|broadcast|sendrecv,\n"
-      "                         comma-separated, or all (default all_reduce)\n"
+      "  -t, --op LIST          all_reduce|all_gather|reduce_scatter|broadcast|sendrecv|\n"
+      "                         all_to_all|gather|scatter|reduce|iall_reduce,\n"
+      "                         comma-separated, or all (default all_reduce);\n"
+      "                         iall_reduce: dc_iall_reduce + dc_wait per call\n"
       "  -b, --minbytes N       smallest size (default 8; suffixes K, M, G)\n"
       "  -e, --maxbytes N       largest size (default 128M)\n"
       "  -f, --stepfactor F     size multiplication factor (default 2)\n"
@@ -39,14 +42,15 @@ static void usage(FILE *f) {
       "  -R, --runs N           timed runs per size, the median is reported (default 1)\n"
       "  -d, --datatype NAME    one of the 14 dtypes (default float32)\n"
       "  -o, --redop NAME       sum|max|min|prod (default sum)\n"
-      "  -r, --root N           broadcast root (default 0)\n"
+      "  -r, --root N           root of broadcast/gather/scatter/reduce (default 0)\n"
       "  -c, --check 0|1        patterned data, one verified call per size (default 1)\n"
       "  -p, --per-rank 0|1     also print every rank's own time (default 0)\n"
       "  -P, --peers-format     print run-peers.sh's columns (op bytes iters time_us\n"
       "                         algbw_GB/s busbw_GB/s check)\n"
       "  -h, --help\n"
-      "Sizes as nccl-tests: all_gather = gathered output bytes, reduce_scatter = input\n"
-      "bytes, sendrecv = message bytes with time one way (ping-pong of ranks 0, 1).\n"
+      "Sizes as nccl-tests: all_gather and gather = gathered output bytes,\n"
+      "reduce_scatter and scatter = input bytes, all_to_all = each rank's send bytes,\n"
+      "sendrecv = message bytes with time one way (ping-pong of ranks 0, 1).\n"
       "time = median over runs of the slowest rank's time per call.\n",
       f);
 }

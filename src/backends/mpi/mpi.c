@@ -1,7 +1,9 @@
 /* The MPI backend's table: each op is one MPI call (or one per piece when
  * the count does not fit MPI's int). group.c has already checked the
  * arguments and handled groups of one. */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/mpi/mpi_backend.h"
@@ -156,6 +158,90 @@ static dc_status mpi_barrier(dc_group *g) {
   return rc ? dc_mpi_fail(g, "MPI_Barrier", rc) : DC_OK;
 }
 
+/* ---- all_to_all(v), gather, scatter, reduce_to ----------------------- */
+
+/* In bytes as MPI_BYTE: every count and offset must fit MPI's int. */
+static dc_status too_big(dc_group *g, const char *call, size_t bytes) {
+  return dc_fail(g, DC_ERR_NOT_SUPPORTED,
+                 "%zu bytes do not fit %s's int counts (MPI backend)", bytes,
+                 call);
+}
+
+static dc_status mpi_all_to_allv(dc_group *g, const void *send,
+                                 const size_t *scnt, const size_t *soff,
+                                 void *recv, const size_t *rcnt,
+                                 const size_t *roff, dc_dtype dtype) {
+  size_t n = (size_t)g->size, es = dc_dtype_size(dtype);
+  int *v = malloc(4 * n * sizeof *v);
+  if (!v)
+    return dc_fail(g, DC_ERR_NOMEM, "no memory for %zu counts", 4 * n);
+  for (size_t q = 0; q < n; q++) {
+    size_t a[4] = {scnt[q] * es, soff[q] * es, rcnt[q] * es, roff[q] * es};
+    for (int i = 0; i < 4; i++) {
+      if (a[i] > INT_MAX) {
+        free(v);
+        return too_big(g, "MPI_Alltoallv", a[i]);
+      }
+      v[(size_t)i * n + q] = (int)a[i];
+    }
+  }
+  int rc = dc_MPI_Alltoallv(send, v, v + n, dc_mpi.k.byte, recv, v + 2 * n,
+                            v + 3 * n, dc_mpi.k.byte, comm_of(g));
+  free(v);
+  return rc ? dc_mpi_fail(g, "MPI_Alltoallv", rc) : DC_OK;
+}
+
+static dc_status mpi_all_to_all(dc_group *g, const void *send, void *recv,
+                                size_t count, dc_dtype dtype) {
+  size_t n = (size_t)g->size;
+  size_t *v = malloc(2 * n * sizeof *v);
+  if (!v)
+    return dc_fail(g, DC_ERR_NOMEM, "no memory for %zu offsets", 2 * n);
+  for (size_t q = 0; q < n; q++)
+    v[q] = count, v[n + q] = q * count;
+  dc_status st = mpi_all_to_allv(g, send, v, v + n, recv, v, v + n, dtype);
+  free(v);
+  return st;
+}
+
+static dc_status mpi_gather(dc_group *g, const void *send, void *recv,
+                            size_t count, dc_dtype dtype, int root) {
+  size_t bytes = count * dc_dtype_size(dtype);
+  if (bytes * (size_t)g->size > INT_MAX)
+    return too_big(g, "MPI_Gather", bytes * (size_t)g->size);
+  int rc = dc_MPI_Gather(send, (int)bytes, dc_mpi.k.byte, recv, (int)bytes,
+                         dc_mpi.k.byte, root, comm_of(g));
+  return rc ? dc_mpi_fail(g, "MPI_Gather", rc) : DC_OK;
+}
+
+static dc_status mpi_scatter(dc_group *g, const void *send, void *recv,
+                             size_t count, dc_dtype dtype, int root) {
+  size_t bytes = count * dc_dtype_size(dtype);
+  if (bytes * (size_t)g->size > INT_MAX)
+    return too_big(g, "MPI_Scatter", bytes * (size_t)g->size);
+  int rc = dc_MPI_Scatter(send, (int)bytes, dc_mpi.k.byte, recv, (int)bytes,
+                          dc_mpi.k.byte, root, comm_of(g));
+  return rc ? dc_mpi_fail(g, "MPI_Scatter", rc) : DC_OK;
+}
+
+static dc_status mpi_reduce_to(dc_group *g, const void *send, void *recv,
+                               size_t count, dc_dtype dtype, dc_op op,
+                               int root) {
+  mpi_h type, mop;
+  dc_mpi_reduce_kind(dtype, op, &type, &mop);
+  size_t es = dc_dtype_size(dtype);
+  int me = g->rank == root, in_place = me && send == recv;
+  for (size_t off = 0; off < count; off += dc_mpi_piece) {
+    int n = (int)min_sz(dc_mpi_piece, count - off);
+    const void *s = in_place ? dc_mpi.k.in_place : (const char *)send + off * es;
+    int rc = dc_MPI_Reduce(s, me ? (char *)recv + off * es : NULL, n, type,
+                           mop, root, comm_of(g));
+    if (rc)
+      return dc_mpi_fail(g, "MPI_Reduce", rc);
+  }
+  return DC_OK;
+}
+
 /* No poison hook: MPI has no way to tell peers, and its launcher stops the
  * job when a rank dies. */
 const dc_backend_ops dc_mpi_ops = {
@@ -167,6 +253,11 @@ const dc_backend_ops dc_mpi_ops = {
     .recv = mpi_recv,
     .broadcast = mpi_broadcast,
     .barrier = mpi_barrier,
+    .all_to_allv = mpi_all_to_allv,
+    .all_to_all = mpi_all_to_all,
+    .gather = mpi_gather,
+    .scatter = mpi_scatter,
+    .reduce_to = mpi_reduce_to,
     .split_all = dc_mpi_split_all,
     .destroy = dc_mpi_destroy,
 };

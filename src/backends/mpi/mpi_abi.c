@@ -42,6 +42,10 @@ mpi_lib dc_mpi;
   X(Reduce_scatter_block, (const void *, void *, int, T, T, T))               \
   X(Reduce, (const void *, void *, int, T, T, int, T))                        \
   X(Bcast, (void *, int, T, int, T))                                          \
+  X(Alltoallv, (const void *, const int *, const int *, T, void *,            \
+                const int *, const int *, T, T))                              \
+  X(Gather, (const void *, int, T, void *, int, T, int, T))                   \
+  X(Scatter, (const void *, int, T, void *, int, T, int, T))                  \
   X(Send, (const void *, int, T, int, int, T))                                \
   X(Recv, (void *, int, T, int, int, T, void *))                              \
   X(Barrier, (T))
@@ -371,6 +375,22 @@ int dc_MPI_Reduce(const void *s, void *r, int n, mpi_h t, mpi_h op, int root,
 int dc_MPI_Bcast(void *buf, int n, mpi_h t, int root, mpi_h c) {
   return OMPI ? api.o.Bcast(buf, n, P(t), root, P(c))
               : api.m.Bcast(buf, n, I(t), root, I(c));
+}
+int dc_MPI_Alltoallv(const void *s, const int *sc, const int *sd, mpi_h st,
+                     void *r, const int *rc, const int *rd, mpi_h rt,
+                     mpi_h c) {
+  return OMPI ? api.o.Alltoallv(s, sc, sd, P(st), r, rc, rd, P(rt), P(c))
+              : api.m.Alltoallv(s, sc, sd, I(st), r, rc, rd, I(rt), I(c));
+}
+int dc_MPI_Gather(const void *s, int sn, mpi_h st, void *r, int rn, mpi_h rt,
+                  int root, mpi_h c) {
+  return OMPI ? api.o.Gather(s, sn, P(st), r, rn, P(rt), root, P(c))
+              : api.m.Gather(s, sn, I(st), r, rn, I(rt), root, I(c));
+}
+int dc_MPI_Scatter(const void *s, int sn, mpi_h st, void *r, int rn,
+                   mpi_h rt, int root, mpi_h c) {
+  return OMPI ? api.o.Scatter(s, sn, P(st), r, rn, P(rt), root, P(c))
+              : api.m.Scatter(s, sn, I(st), r, rn, I(rt), root, I(c));
 }
 int dc_MPI_Send(const void *buf, int n, mpi_h t, int dst, int tag, mpi_h c) {
   return OMPI ? api.o.Send(buf, n, P(t), dst, tag, P(c))

@@ -83,6 +83,13 @@ int dc_MPI_Reduce_scatter_block(const void *s, void *r, int n, mpi_h t,
 int dc_MPI_Reduce(const void *s, void *r, int n, mpi_h t, mpi_h op, int root,
                   mpi_h comm);
 int dc_MPI_Bcast(void *buf, int n, mpi_h t, int root, mpi_h comm);
+int dc_MPI_Alltoallv(const void *s, const int *sc, const int *sd, mpi_h st,
+                     void *r, const int *rc, const int *rd, mpi_h rt,
+                     mpi_h comm);
+int dc_MPI_Gather(const void *s, int sn, mpi_h st, void *r, int rn, mpi_h rt,
+                  int root, mpi_h comm);
+int dc_MPI_Scatter(const void *s, int sn, mpi_h st, void *r, int rn,
+                   mpi_h rt, int root, mpi_h comm);
 int dc_MPI_Send(const void *buf, int n, mpi_h t, int dst, int tag,
                 mpi_h comm);
 int dc_MPI_Recv(void *buf, int n, mpi_h t, int src, int tag, mpi_h comm);
