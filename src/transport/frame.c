@@ -113,6 +113,16 @@ static const char *opcode_name(unsigned op, unsigned redop) {
     return "split";
   case DC_OPC_SETUP:
     return "set-up";
+  case DC_OPC_ALL_TO_ALL:
+    return "all_to_all";
+  case DC_OPC_ALL_TO_ALLV:
+    return "all_to_allv";
+  case DC_OPC_GATHER:
+    return "gather";
+  case DC_OPC_SCATTER:
+    return "scatter";
+  case DC_OPC_REDUCE_TO:
+    return "reduce_to";
   }
   return "unknown op";
 }

@@ -36,6 +36,11 @@ enum dc_opcode {
   DC_OPC_BARRIER,
   DC_OPC_SPLIT,
   DC_OPC_SETUP, /* shared-memory set-up inside init and split */
+  DC_OPC_ALL_TO_ALL = 16,
+  DC_OPC_ALL_TO_ALLV,
+  DC_OPC_GATHER,
+  DC_OPC_SCATTER,
+  DC_OPC_REDUCE_TO,
 };
 
 typedef struct dc_frame {

@@ -200,6 +200,10 @@ static int mismatch(const char *what) {
   int sender_done = st == DC_OK && !strcmp(what, "root") && rank != 0;
   CHECK(st == DC_ERR_MISMATCH || sender_done, "%s mismatch gave %s", what,
         dc_status_name(st));
+  if (!strcmp(what, "op")) /* both ops named, not "unknown op" */
+    CHECK(strstr(dc_group_last_error(g), "reduce_to of 4 float32") &&
+              strstr(dc_group_last_error(g), "all_sum of 4 float32"),
+          "the mismatch does not name both ops: %s", dc_group_last_error(g));
   dc_status next = dc_barrier(g);
   dt = mp_mono() - t0;
   CHECK(dt < 5.0, "%s mismatch took %.3f s", what, dt);

@@ -219,6 +219,12 @@ static void test_describe(void **state) {
       {DC_OPC_BARRIER, 0, "barrier"},
       {DC_OPC_SPLIT, 0, "split"},
       {DC_OPC_SETUP, 0, "set-up"},
+      {DC_OPC_ALL_TO_ALL, 0, "all_to_all"},
+      {DC_OPC_ALL_TO_ALLV, 0, "all_to_allv"},
+      {DC_OPC_GATHER, 0, "gather"},
+      {DC_OPC_SCATTER, 0, "scatter"},
+      {DC_OPC_REDUCE_TO, 0, "reduce_to"},
+      {9, 0, "unknown op"},
       {0, 0, "unknown op"},
       {255, 0, "unknown op"},
   };

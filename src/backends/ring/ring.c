@@ -66,16 +66,6 @@ static dc_status ring_barrier(dc_group *g) {
   return done(g, dc_algo_barrier(&c));
 }
 
-/* Frame opcodes of the newer ops, after transport/frame.h's list (its
- * mismatch texts call them "unknown op" until it learns their names). */
-enum {
-  OPC_ALL_TO_ALL = 16,
-  OPC_ALL_TO_ALLV,
-  OPC_GATHER,
-  OPC_SCATTER,
-  OPC_REDUCE_TO,
-};
-
 static dc_status nonneighbours(dc_group *g, dc_status st) {
   if (st != DC_ERR_NOT_SUPPORTED || g->err[0])
     return st;
@@ -110,7 +100,7 @@ static dc_status ring_all_to_allv(dc_group *g, const void *send,
                                   void *recv, const size_t *rcnt,
                                   const size_t *roff, dc_dtype dtype) {
   /* count 0 in the frames: per-pair lengths are checked instead */
-  return ring_all_to_allv_as(g, OPC_ALL_TO_ALLV, 0, send, scnt, soff, recv,
+  return ring_all_to_allv_as(g, DC_OPC_ALL_TO_ALLV, 0, send, scnt, soff, recv,
                              rcnt, roff, dtype);
 }
 
@@ -122,7 +112,7 @@ static dc_status ring_all_to_all(dc_group *g, const void *send, void *recv,
     return dc_fail(g, DC_ERR_NOMEM, "no memory for %zu offsets", 2 * n);
   for (size_t q = 0; q < n; q++)
     v[q] = count, v[n + q] = q * count;
-  dc_status st = ring_all_to_allv_as(g, OPC_ALL_TO_ALL, count, send, v,
+  dc_status st = ring_all_to_allv_as(g, DC_OPC_ALL_TO_ALL, count, send, v,
                                      v + n, recv, v, v + n, dtype);
   free(v);
   return st;
@@ -131,7 +121,7 @@ static dc_status ring_all_to_all(dc_group *g, const void *send, void *recv,
 static dc_status ring_gather(dc_group *g, const void *send, void *recv,
                              size_t count, dc_dtype dtype, int root) {
   dc_comm c;
-  begin(g, &c, OPC_GATHER, count, dtype, DC_SUM, (uint32_t)root);
+  begin(g, &c, DC_OPC_GATHER, count, dtype, DC_SUM, (uint32_t)root);
   dc_status st = dc_algo_gather(&c, send, recv, c.total_bytes, root);
   return done(g, nonneighbours(g, st));
 }
@@ -139,7 +129,7 @@ static dc_status ring_gather(dc_group *g, const void *send, void *recv,
 static dc_status ring_scatter(dc_group *g, const void *send, void *recv,
                               size_t count, dc_dtype dtype, int root) {
   dc_comm c;
-  begin(g, &c, OPC_SCATTER, count, dtype, DC_SUM, (uint32_t)root);
+  begin(g, &c, DC_OPC_SCATTER, count, dtype, DC_SUM, (uint32_t)root);
   dc_status st = dc_algo_scatter(&c, send, recv, c.total_bytes, root);
   return done(g, nonneighbours(g, st));
 }
@@ -155,7 +145,7 @@ static dc_status ring_reduce_to(dc_group *g, const void *send, void *recv,
     return dc_fail(g, DC_ERR_NOMEM, "no memory for %zu bytes of scratch",
                    bytes);
   dc_comm c;
-  begin(g, &c, OPC_REDUCE_TO, count, dtype, op, (uint32_t)root);
+  begin(g, &c, DC_OPC_REDUCE_TO, count, dtype, op, (uint32_t)root);
   dc_status st = dc_algo_all_reduce(&c, send, out);
   if (out != recv)
     free(out);
