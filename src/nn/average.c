@@ -278,6 +278,7 @@ struct dc_grad_average {
   dc_group *g;
   dc_tensor *t;
   size_t n, next; /* tensors; the first unit not issued yet */
+  int size;       /* the group's: wait does not read a freed group */
   unsigned char *ready;
   unsigned char *stage;
   plan p;
@@ -313,6 +314,7 @@ dc_status dc_average_gradients_start(dc_group *g, dc_tensor *tensors,
     return invalid(g, "out of memory for the buckets of %zu tensors", n);
   }
   av->g = g;
+  av->size = g->size;
   av->t = tensors;
   av->n = n;
   *avg = av;
@@ -325,7 +327,7 @@ static void issue_ready(dc_grad_average *av) {
   while (av->next < av->p.n && av->p.u[av->next].waiting == 0 &&
          av->failed == DC_OK) {
     unit *u = &av->p.u[av->next];
-    if (av->g->size > 1) {
+    if (av->size > 1) {
       pack(u, av->t, av->stage);
       void *buf = unit_buf(u, av->t, av->stage);
       av->failed = dc_iall_sum(av->g, buf, buf, unit_count(u), u->dtype,
@@ -365,8 +367,8 @@ dc_status dc_average_gradients_wait(dc_grad_average *av) {
   for (size_t k = 0; k < av->next; k++) {
     unit *u = &av->p.u[k];
     dc_status s = u->req ? dc_wait(u->req) : DC_OK;
-    if (s == DC_OK && st == DC_OK && av->g->size > 1)
-      unpack(u, av->t, av->stage, av->g->size);
+    if (s == DC_OK && st == DC_OK && av->size > 1)
+      unpack(u, av->t, av->stage, av->size);
     if (st == DC_OK)
       st = s;
   }
