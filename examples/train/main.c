@@ -371,7 +371,7 @@ static void train(run *r) {
            acc, r->test.n, (double)r->opt.steps * r->opt.batch / elapsed,
            100.0 * r->t_comm / (r->t_comm + r->t_compute));
   if (r->rank == 0)
-    printf("step time %.3f ms: compute %.3f ms, communication %.3f ms%s\n",
+    printf("per step: %.3f ms, compute %.3f ms, communication %.3f ms%s\n",
            1e3 * elapsed / r->opt.steps, 1e3 * r->t_compute / r->opt.steps,
            1e3 * r->t_comm / r->opt.steps,
            r->opt.overlap ? " (not hidden behind backward)" : "");
