@@ -8,6 +8,9 @@ even between two blocking calls; there the bits are compared when the path
 is pinned (python.overlap_cma_4 sets DISTCOMM_CMA=1), and closeness
 otherwise."""
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -97,3 +100,34 @@ def test_overlap_needs_writable_arrays(world):
     for bad in ([ro], [[1.0, 2.0]], [np.ones((4, 4), np.float32)[:, 1]]):
         with pytest.raises(TypeError, match="in place|native"):
             average_gradients(bad, overlap=True)
+
+
+def test_overlap_killed_peer_fails_the_wait(world, tmp_path):
+    """A job of two started by hand (the launcher would stop the survivor):
+    rank 1 is killed while rank 0's buckets wait on it."""
+    if world.rank() != 0:
+        pytest.skip("runs its own job, once per launch")
+    from test_errors import clean_env, free_ports
+    hostfile = tmp_path / "hosts.json"
+    hostfile.write_text("[%s]" % ", ".join(f'["127.0.0.1:{p}"]' for p in free_ports(2)))
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "overlap_peer_worker.py")
+    procs = [subprocess.Popen([sys.executable, worker], stdout=subprocess.PIPE, text=True,
+                              env=clean_env(MLX_RANK=str(r), MLX_HOSTFILE=str(hostfile),
+                                            DISTCOMM_TIMEOUT="20"))
+             for r in range(2)]
+    try:
+        assert procs[1].stdout.readline().strip() == "ready"
+        assert procs[0].stdout.readline().strip() == "ready"
+        time.sleep(0.2)  # rank 0 is now waiting on its buckets
+        procs[1].kill()
+        t0 = time.monotonic()
+        line = procs[0].stdout.readline().strip()
+        elapsed = time.monotonic() - t0
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert line.startswith("PeerLostError ERR_PEER_LOST"), line
+    assert "rank 1" in line
+    assert elapsed < 5.0
