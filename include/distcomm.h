@@ -285,7 +285,10 @@ DC_API unsigned long long dc_group_collectives(const dc_group *group);
  * every rank's ops in the order that rank issued them, and ranks stay in
  * step exactly as with blocking calls: every rank must issue the same
  * collectives in the same order, blocking or not (a blocking all_sum
- * against a non-blocking one is the same op and matches).
+ * against a non-blocking one is the same op and matches). A dc_wait on the
+ * oldest request in flight that the thread has not started yet runs it on
+ * the caller's thread instead, as a blocking call would (same order, the
+ * group's own interrupt polled), saving the hand-off to the thread and back.
  *
  * Buffers belong to the caller until the request completes (dc_wait,
  * dc_test saying done, dc_wait_all): until then the library may read send
