@@ -285,7 +285,10 @@ DC_API unsigned long long dc_group_collectives(const dc_group *group);
  * every rank's ops in the order that rank issued them, and ranks stay in
  * step exactly as with blocking calls: every rank must issue the same
  * collectives in the same order, blocking or not (a blocking all_sum
- * against a non-blocking one is the same op and matches).
+ * against a non-blocking one is the same op and matches). A dc_wait on the
+ * oldest request in flight that the thread has not started yet runs it on
+ * the caller's thread instead, as a blocking call would (same order, the
+ * group's own interrupt polled), saving the hand-off to the thread and back.
  *
  * Buffers belong to the caller until the request completes (dc_wait,
  * dc_test saying done, dc_wait_all): until then the library may read send
@@ -399,6 +402,31 @@ typedef struct dc_tensor {
  * once. Every rank must pass the same list of (count, dtype). */
 DC_API dc_status dc_average_gradients(dc_group *group, dc_tensor *tensors,
                                       size_t n, long long all_reduce_size);
+
+/* The overlapped form (PyTorch DDP's bucketed all-reduce from backward
+ * hooks). dc_average_gradients_start plans the same buckets as
+ * dc_average_gradients and starts nothing; the caller then marks each
+ * tensor ready with dc_average_gradients_ready as soon as its gradient is
+ * final, and a bucket's all_sum starts (a non-blocking request) once all
+ * its tensors are ready and every bucket before it in the list has
+ * started. So list the tensors in the order they become ready (last layer
+ * first) to overlap communication with the rest of backward. One
+ * dc_average_gradients_wait finishes every bucket, divides, and frees avg
+ * (also on failure); tensors never marked are taken as ready there. The
+ * results are bit-identical to dc_average_gradients' (same all_sums on the
+ * same data). Tensors belong to the library from ready until wait returns;
+ * the group runs nothing else in between except other requests (blocking
+ * calls queue behind the buckets). A dead peer fails the wait (or a later
+ * ready) with the group's detailed error. Marking a tensor twice or out of
+ * range is DC_ERR_INVALID (dc_last_error says which); avg stays usable. */
+typedef struct dc_grad_average dc_grad_average;
+DC_API dc_status dc_average_gradients_start(dc_group *group,
+                                            dc_tensor *tensors, size_t n,
+                                            long long all_reduce_size,
+                                            dc_grad_average **avg);
+DC_API dc_status dc_average_gradients_ready(dc_grad_average *avg,
+                                            size_t index);
+DC_API dc_status dc_average_gradients_wait(dc_grad_average *avg);
 
 /* Clip gradients whose shards live on different ranks: the global norm is
  * sqrt(all_sum of each rank's sum of squares); every tensor is scaled by

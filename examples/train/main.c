@@ -25,19 +25,26 @@
 #include "train.h"
 
 typedef struct options {
-  int steps, batch, hidden, points, classes, log_every, adam;
+  int steps, batch, hidden, layers, points, classes, log_every, adam, overlap;
   double lr;
   unsigned long long seed;
   long long bucket_bytes;
+  int bucket_set; /* --bucket-bytes given */
 } options;
 
 static const char usage[] =
-    "usage: train [--steps N] [--batch B] [--hidden H] [--lr X] [--seed S]\n"
-    "             [--bucket-bytes N] [--optimizer adam|sgd] [--points N]\n"
-    "             [--classes K] [--log-every N]\n"
-    "Trains an MLP on generated spirals, data-parallel over the ranks of the\n"
-    "distcomm world group. B must divide evenly by the number of ranks.\n"
-    "--bucket-bytes 0 averages the gradients one tensor at a time.\n";
+    "usage: train [--steps N] [--batch B] [--hidden H] [--layers L] [--lr X]\n"
+    "             [--seed S] [--bucket-bytes N] [--overlap]\n"
+    "             [--optimizer adam|sgd] [--points N] [--classes K]\n"
+    "             [--log-every N]\n"
+    "Trains an MLP (L hidden layers of width H, default 2 x 64) on generated\n"
+    "spirals, data-parallel over the ranks of the distcomm world group. B\n"
+    "must divide evenly by the number of ranks. --bucket-bytes 0 averages the\n"
+    "gradients one tensor at a time. --overlap starts each layer's gradient\n"
+    "bucket as soon as backward produces it (the last layer first) and waits\n"
+    "once after backward; its buckets default to 1 MiB, so that each large\n"
+    "layer travels on its own. --hidden 1024 --layers 4 --batch 16 is a size\n"
+    "at which communication matters.\n";
 
 static double now(void) {
   struct timespec ts;
@@ -71,11 +78,13 @@ static int parse_option(int id, const char *name, const char *arg,
   case 's': rc = parse_int(name, arg, 1, INT_MAX, &v, err, errlen); o->steps = (int)v; break;
   case 'b': rc = parse_int(name, arg, 1, 1 << 20, &v, err, errlen); o->batch = (int)v; break;
   case 'h': rc = parse_int(name, arg, 1, 4096, &v, err, errlen); o->hidden = (int)v; break;
+  case 'y': rc = parse_int(name, arg, 1, MLP_MAX_LAYERS - 1, &v, err, errlen); o->layers = (int)v; break;
+  case 'O': o->overlap = 1; break;
   case 'p': rc = parse_int(name, arg, 10, 10000000, &v, err, errlen); o->points = (int)v; break;
   case 'k': rc = parse_int(name, arg, 2, 64, &v, err, errlen); o->classes = (int)v; break;
   case 'L': rc = parse_int(name, arg, 1, INT_MAX, &v, err, errlen); o->log_every = (int)v; break;
   case 'S': rc = parse_int(name, arg, 0, LLONG_MAX, &v, err, errlen); o->seed = (unsigned long long)v; break;
-  case 'B': rc = parse_int(name, arg, LLONG_MIN, LLONG_MAX, &v, err, errlen); o->bucket_bytes = v; break;
+  case 'B': rc = parse_int(name, arg, LLONG_MIN, LLONG_MAX, &v, err, errlen); o->bucket_bytes = v; o->bucket_set = 1; break;
   case 'l': {
     char *end;
     o->lr = strtod(arg, &end);
@@ -103,6 +112,8 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
       {"steps", required_argument, NULL, 's'},
       {"batch", required_argument, NULL, 'b'},
       {"hidden", required_argument, NULL, 'h'},
+      {"layers", required_argument, NULL, 'y'},
+      {"overlap", no_argument, NULL, 'O'},
       {"lr", required_argument, NULL, 'l'},
       {"seed", required_argument, NULL, 'S'},
       {"bucket-bytes", required_argument, NULL, 'B'},
@@ -112,7 +123,8 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
       {"log-every", required_argument, NULL, 'L'},
       {"help", no_argument, NULL, 'H'},
       {NULL, 0, NULL, 0}};
-  *o = (options){.steps = 300, .batch = 256, .hidden = 64, .points = 6000,
+  *o = (options){.steps = 300, .batch = 256, .hidden = 64, .layers = 2,
+                 .points = 6000,
                  .classes = 3, .log_every = 25, .adam = 1, .lr = 0.01,
                  .seed = 1, .bucket_bytes = DC_ALL_REDUCE_SIZE_DEFAULT};
   opterr = 0; /* our own messages: one line, from rank 0 only */
@@ -130,6 +142,8 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
     if (parse_option(id, longs[at].name, optarg, o, err, errlen))
       return -1;
   }
+  if (o->overlap && !o->bucket_set)
+    o->bucket_bytes = 1 << 20;
   if (optind < argc) {
     snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
     return -1;
@@ -161,8 +175,10 @@ typedef struct run {
   optimizer opt_state;
   int *idx;          /* the global batch's indices */
   float loss;        /* this rank's mean loss, averaged along with the grads */
-  dc_tensor list[2 * MLP_LAYERS + 1];
-  double t_compute, t_comm;
+  dc_tensor list[2 * MLP_MAX_LAYERS + 1];
+  size_t ntensors;
+  dc_grad_average *avg; /* --overlap: the step's averaging in flight */
+  double t_compute, t_comm, t_ready; /* t_ready: this step's ready calls */
   unsigned long long sums_per_step;
 } run;
 
@@ -177,8 +193,8 @@ static int setup(run *r) {
   int n_test = o->points / 5; /* a held-out fifth */
   if (spirals_make(o->seed, o->classes, o->points, n_test, &r->train, &r->test) ||
       sampler_init(&r->batches, o->points, o->seed) ||
-      mlp_init(&r->model, 2, o->hidden, o->classes) ||
-      mlp_init(&r->grad, 2, o->hidden, o->classes) ||
+      mlp_init(&r->model, 2, o->hidden, o->classes, o->layers + 1) ||
+      mlp_init(&r->grad, 2, o->hidden, o->classes, o->layers + 1) ||
       workspace_init(&r->ws, &r->model, o->batch / r->size) ||
       optimizer_init(&r->opt_state, o->adam, (float)o->lr, r->model.nparams) ||
       !(r->idx = malloc((size_t)o->batch * sizeof *r->idx)))
@@ -187,14 +203,18 @@ static int setup(run *r) {
   mlp_randomize(&r->model, o->seed);
   /* What gets averaged each step: every weight and bias gradient, and the
    * loss itself, which rides along in the same bucket for free instead of
-   * costing a reduction of its own. */
-  int n = 0;
-  for (int k = 0; k < MLP_LAYERS; k++) {
-    layer *l = &r->grad.l[k];
+   * costing a reduction of its own. --overlap lists the layers in the
+   * order backward finishes them, the last first, so each bucket can start
+   * while backward computes the layers before it. */
+  size_t n = 0;
+  int layers = r->model.layers;
+  for (int j = 0; j < layers; j++) {
+    layer *l = &r->grad.l[o->overlap ? layers - 1 - j : j];
     r->list[n++] = (dc_tensor){l->w, (size_t)l->out * l->in, DC_FLOAT32};
     r->list[n++] = (dc_tensor){l->b, (size_t)l->out, DC_FLOAT32};
   }
-  r->list[n] = (dc_tensor){&r->loss, 1, DC_FLOAT32};
+  r->list[n++] = (dc_tensor){&r->loss, 1, DC_FLOAT32};
+  r->ntensors = n;
   return 0;
 }
 
@@ -212,10 +232,10 @@ static void teardown(run *r) {
 static void print_header(const run *r) {
   const options *o = &r->opt;
   size_t bytes = (r->model.nparams + 1) * sizeof(float);
-  printf("distcomm train: %d rank%s (%s), MLP 2-%d-%d-%d on %d spiral points "
+  printf("distcomm train: %d rank%s (%s), MLP 2-%dx%d-%d on %d spiral points "
          "(%d arms), batch %d (%d per rank), %s lr %g, %d steps, seed %llu\n",
          r->size, r->size == 1 ? "" : "s", dc_group_backend(r->g), o->hidden,
-         o->hidden, o->classes, o->points, o->classes, o->batch,
+         o->layers, o->classes, o->points, o->classes, o->batch,
          o->batch / r->size, o->adam ? "Adam" : "SGD", o->lr, o->steps,
          o->seed);
   char bucket[64];
@@ -227,31 +247,60 @@ static void print_header(const run *r) {
   else
     snprintf(bucket, sizeof bucket, "buckets of %lld bytes", bb);
   printf("gradients: %zu tensors + the loss, %zu floats (%.1f KiB), "
-         "averaged in %llu all_sum%s per step (%s)\n",
-         sizeof r->list / sizeof r->list[0] - 1, r->model.nparams + 1,
-         (double)bytes / 1024, r->sums_per_step,
-         r->sums_per_step == 1 ? "" : "s", bucket);
+         "averaged in %llu all_sum%s per step (%s%s)\n",
+         r->ntensors - 1, r->model.nparams + 1, (double)bytes / 1024,
+         r->sums_per_step, r->sums_per_step == 1 ? "" : "s", bucket,
+         o->overlap ? ", overlapped with backward" : "");
   fflush(stdout);
 }
 
+/* --overlap: backward finished layer k; its weight and bias are list
+ * entries 2j and 2j + 1 with j = layers - 1 - k. The time spent here
+ * (packing, queueing) counts as communication, not compute. */
+static void layer_done(void *arg, int k) {
+  run *r = arg;
+  double t0 = now();
+  size_t j = (size_t)(r->model.layers - 1 - k);
+  dc_status st = dc_average_gradients_ready(r->avg, 2 * j);
+  if (st == DC_OK)
+    st = dc_average_gradients_ready(r->avg, 2 * j + 1);
+  if (st != DC_OK)
+    die(r, "dc_average_gradients_ready", st);
+  r->t_ready += now() - t0;
+}
+
 /* One step: this rank's slice of the global batch, forward and backward,
- * the bucketed average, the update. Returns the global batch's mean loss. */
+ * the bucketed average, the update. Returns the global batch's mean loss.
+ * Communication time is what the step spends on it: with --overlap, the
+ * ready calls and the final wait, not what ran behind backward. */
 static float step(run *r) {
   int local = r->opt.batch / r->size;
   sampler_next(&r->batches, r->opt.batch, r->idx);
   double t0 = now();
+  dc_status st = DC_OK;
+  r->t_ready = 0;
+  if (r->opt.overlap) {
+    st = dc_average_gradients_start(r->g, r->list, r->ntensors,
+                                    r->opt.bucket_bytes, &r->avg);
+    if (st != DC_OK)
+      die(r, "dc_average_gradients_start", st);
+  }
   r->loss = mlp_loss_grad(&r->model, &r->train, r->idx + r->rank * local,
-                          local, &r->grad, &r->ws);
+                          local, &r->grad, &r->ws,
+                          r->opt.overlap ? layer_done : NULL, r);
   double t1 = now();
-  dc_status st = dc_average_gradients(r->g, r->list,
-                                      sizeof r->list / sizeof r->list[0],
-                                      r->opt.bucket_bytes);
+  if (r->opt.overlap) /* the loss is the last entry: taken as ready here */
+    st = dc_average_gradients_wait(r->avg);
+  else
+    st = dc_average_gradients(r->g, r->list, r->ntensors, r->opt.bucket_bytes);
+  r->avg = NULL;
   if (st != DC_OK)
-    die(r, "dc_average_gradients", st);
+    die(r, r->opt.overlap ? "dc_average_gradients_wait"
+                          : "dc_average_gradients", st);
   double t2 = now();
   optimizer_step(&r->opt_state, &r->model, &r->grad);
-  r->t_compute += (t1 - t0) + (now() - t2);
-  r->t_comm += t2 - t1;
+  r->t_compute += (t1 - t0 - r->t_ready) + (now() - t2);
+  r->t_comm += (t2 - t1) + r->t_ready;
   return r->loss;
 }
 
@@ -321,6 +370,11 @@ static void train(run *r) {
            "communication %.0f%% of step time\n",
            acc, r->test.n, (double)r->opt.steps * r->opt.batch / elapsed,
            100.0 * r->t_comm / (r->t_comm + r->t_compute));
+  if (r->rank == 0)
+    printf("per step: %.3f ms, compute %.3f ms, communication %.3f ms%s\n",
+           1e3 * elapsed / r->opt.steps, 1e3 * r->t_compute / r->opt.steps,
+           1e3 * r->t_comm / r->opt.steps,
+           r->opt.overlap ? " (not hidden behind backward)" : "");
 }
 
 int main(int argc, char **argv) {

@@ -8,17 +8,24 @@
 
 #include "train.h"
 
-int mlp_init(mlp *m, int in, int hidden, int out) {
-  int dims[MLP_LAYERS + 1] = {in, hidden, hidden, out};
+int mlp_init(mlp *m, int in, int hidden, int out, int layers) {
+  int dims[MLP_MAX_LAYERS + 1];
+  if (layers < 2 || layers > MLP_MAX_LAYERS)
+    return -1;
+  m->layers = layers;
+  dims[0] = in;
+  for (int k = 1; k < layers; k++)
+    dims[k] = hidden;
+  dims[layers] = out;
   size_t total = 0;
-  for (int k = 0; k < MLP_LAYERS; k++)
+  for (int k = 0; k < m->layers; k++)
     total += (size_t)dims[k + 1] * dims[k] + (size_t)dims[k + 1];
   m->params = calloc(total, sizeof *m->params);
   if (!m->params)
     return -1;
   m->nparams = total;
   float *p = m->params;
-  for (int k = 0; k < MLP_LAYERS; k++) {
+  for (int k = 0; k < m->layers; k++) {
     layer *l = &m->l[k];
     l->in = dims[k];
     l->out = dims[k + 1];
@@ -37,7 +44,7 @@ void mlp_free(mlp *m) {
 
 void mlp_randomize(mlp *m, uint64_t seed) {
   rng r = rng_seeded(seed, 2);
-  for (int k = 0; k < MLP_LAYERS; k++) {
+  for (int k = 0; k < m->layers; k++) {
     layer *l = &m->l[k];
     /* He initialisation keeps ReLU activations at a stable scale. */
     double bound = sqrt(6.0 / l->in);
@@ -49,14 +56,14 @@ void mlp_randomize(mlp *m, uint64_t seed) {
 
 int workspace_init(workspace *ws, const mlp *m, int batch) {
   int width = m->l[0].in;
-  for (int k = 0; k < MLP_LAYERS; k++)
+  for (int k = 0; k < m->layers; k++)
     if (m->l[k].out > width)
       width = m->l[k].out;
   ws->batch = batch;
   ws->width = width;
   size_t size = (size_t)batch * width * sizeof(float);
   int ok = 1;
-  for (int k = 0; k <= MLP_LAYERS; k++)
+  for (int k = 0; k <= m->layers; k++)
     ok &= (ws->act[k] = malloc(size)) != NULL;
   for (int k = 0; k < 2; k++)
     ok &= (ws->delta[k] = malloc(size)) != NULL;
@@ -64,7 +71,7 @@ int workspace_init(workspace *ws, const mlp *m, int batch) {
 }
 
 void workspace_free(workspace *ws) {
-  for (int k = 0; k <= MLP_LAYERS; k++)
+  for (int k = 0; k <= MLP_MAX_LAYERS; k++)
     free(ws->act[k]);
   for (int k = 0; k < 2; k++)
     free(ws->delta[k]);
@@ -94,9 +101,9 @@ static void forward(const mlp *m, const dataset *d, const int *idx, int first,
     ws->act[0][2 * s] = d->x[2 * p];
     ws->act[0][2 * s + 1] = d->x[2 * p + 1];
   }
-  for (int k = 0; k < MLP_LAYERS; k++)
+  for (int k = 0; k < m->layers; k++)
     layer_forward(&m->l[k], ws->act[k], ws->act[k + 1], n,
-                  k < MLP_LAYERS - 1);
+                  k < m->layers - 1);
 }
 
 /* Turns the logits into d(loss)/d(logits) in place and returns the summed
@@ -153,13 +160,16 @@ static void layer_backward(const layer *l, const float *in, const float *dout,
 }
 
 float mlp_loss_grad(const mlp *m, const dataset *d, const int *idx, int n,
-                    mlp *grad, workspace *ws) {
+                    mlp *grad, workspace *ws, void (*done)(void *, int),
+                    void *arg) {
   forward(m, d, idx, 0, n, ws);
-  float *dout = ws->act[MLP_LAYERS];
-  double loss = softmax_xent(dout, d, idx, n, m->l[MLP_LAYERS - 1].out);
-  for (int k = MLP_LAYERS - 1; k >= 0; k--) {
+  float *dout = ws->act[m->layers];
+  double loss = softmax_xent(dout, d, idx, n, m->l[m->layers - 1].out);
+  for (int k = m->layers - 1; k >= 0; k--) {
     float *din = k > 0 ? ws->delta[k % 2] : NULL;
     layer_backward(&m->l[k], ws->act[k], dout, &grad->l[k], din, n);
+    if (done)
+      done(arg, k);
     dout = din;
   }
   return (float)(loss / n);
@@ -168,12 +178,12 @@ float mlp_loss_grad(const mlp *m, const dataset *d, const int *idx, int n,
 long long mlp_count_correct(const mlp *m, const dataset *d, int first, int n,
                             workspace *ws) {
   long long correct = 0;
-  int classes = m->l[MLP_LAYERS - 1].out;
+  int classes = m->l[m->layers - 1].out;
   for (int start = 0; start < n; start += ws->batch) {
     int k = n - start < ws->batch ? n - start : ws->batch;
     forward(m, d, NULL, first + start, k, ws);
     for (int s = 0; s < k; s++) {
-      const float *z = ws->act[MLP_LAYERS] + (size_t)s * classes;
+      const float *z = ws->act[m->layers] + (size_t)s * classes;
       int best = 0;
       for (int c = 1; c < classes; c++)
         if (z[c] > z[best])

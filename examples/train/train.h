@@ -45,7 +45,8 @@ void sampler_free(sampler *s);
 
 /* ---- model.c: an MLP with softmax cross-entropy ------------------------- */
 
-#define MLP_LAYERS 3 /* input -> hidden -> hidden -> classes */
+/* input -> hidden x (layers - 1) -> classes; the default is 2 hidden */
+#define MLP_MAX_LAYERS 17
 
 typedef struct layer {
   int in, out;
@@ -57,19 +58,22 @@ typedef struct layer {
  * single loop; the layers point into it. A gradient is an mlp too, with the
  * same layout. */
 typedef struct mlp {
-  layer l[MLP_LAYERS];
+  layer l[MLP_MAX_LAYERS];
+  int layers;
   float *params;
   size_t nparams;
 } mlp;
 
-int mlp_init(mlp *m, int in, int hidden, int out);
+/* layers weight layers (2 to MLP_MAX_LAYERS), layers - 1 hidden of width
+ * hidden. */
+int mlp_init(mlp *m, int in, int hidden, int out, int layers);
 void mlp_free(mlp *m);
 /* He-uniform weights from the seed, zero biases. */
 void mlp_randomize(mlp *m, uint64_t seed);
 
 /* Scratch space for a batch of up to `batch` samples. */
 typedef struct workspace {
-  float *act[MLP_LAYERS + 1]; /* act[0] = input, act[3] = logits */
+  float *act[MLP_MAX_LAYERS + 1]; /* act[0] = input, act[layers] = logits */
   float *delta[2];            /* back-propagated error, two buffers */
   int batch, width;
 } workspace;
@@ -78,9 +82,12 @@ int workspace_init(workspace *ws, const mlp *m, int batch);
 void workspace_free(workspace *ws);
 
 /* Mean softmax cross-entropy over the samples idx[0..n) of d, and its
- * gradient (also a mean over the n samples) in grad. */
+ * gradient (also a mean over the n samples) in grad. Backward runs from the
+ * last layer to the first; done(arg, k), when not NULL, is called as soon
+ * as layer k's gradient is final (DDP's backward hook). */
 float mlp_loss_grad(const mlp *m, const dataset *d, const int *idx, int n,
-                    mlp *grad, workspace *ws);
+                    mlp *grad, workspace *ws, void (*done)(void *, int),
+                    void *arg);
 
 /* How many of the points [first, first + n) of d the model classifies right. */
 long long mlp_count_correct(const mlp *m, const dataset *d, int first, int n,

@@ -18,7 +18,7 @@ import distcomm
 from distcomm import _distcomm as _c
 
 __all__ = [
-    "average_gradients", "clip_grad_norm_sharded", "shard_linear",
+    "average_gradients", "Overlapped", "clip_grad_norm_sharded", "shard_linear",
     "all_to_sharded_linear", "sharded_to_all_linear",
     "AllToShardedLinear", "ShardedToAllLinear",
 ]
@@ -61,7 +61,8 @@ def _leaves(gradients):
     return arrays, codes
 
 
-def average_gradients(gradients, group=None, all_reduce_size=32 * 1024**2):
+def average_gradients(gradients, group=None, all_reduce_size=32 * 1024**2,
+                      overlap=False):
     """Average a tree of gradients over ``group`` (default: the world).
 
     Runs the library's ``dc_average_gradients``: arrays are taken in tree
@@ -75,13 +76,58 @@ def average_gradients(gradients, group=None, all_reduce_size=32 * 1024**2):
     dtype wraps first), and bool stays the logical or of the ranks.
     A group of one returns ``gradients`` unchanged. Otherwise returns a new
     tree of the same structure (dicts, lists, tuples) and shapes.
+
+    ``overlap=True`` is the overlapped form (DDP's bucketed all-reduce from
+    backward hooks, ``dc_average_gradients_start``): the leaves must be
+    writable C-contiguous numpy arrays, the gradient buffers backward fills,
+    and they are averaged in place. Returns an ``Overlapped`` handle: call
+    ``ready(i)`` as soon as leaf ``i`` (tree order) is final, and a
+    bucket's all_sum starts once its leaves are ready and every bucket
+    before it has started, so list the leaves in the order backward makes
+    them (last layer first). ``wait()`` finishes every bucket (leaves never
+    marked count as ready there) and returns ``gradients``. The buckets and
+    the results are bit-identical to the blocking form's.
     """
     group = distcomm._group(group)
+    if overlap:
+        return Overlapped(gradients, group, all_reduce_size)
     if group.size() == 1:
         return gradients
     arrays, codes = _leaves(gradients)
     _c.average_gradients(group, arrays, codes, int(all_reduce_size))
     return _rebuild(gradients, iter(arrays))
+
+
+class Overlapped:
+    """average_gradients(..., overlap=True): ready(i), then one wait()."""
+
+    def __init__(self, gradients, group, all_reduce_size):
+        arrays, codes = [], []
+        for path, g in _flatten(gradients, (), []):
+            if not (isinstance(g, np.ndarray) and g.flags.c_contiguous
+                    and g.flags.writeable):
+                raise TypeError(
+                    "distcomm: average_gradients(overlap=True) averages in "
+                    f"place: leaf {list(path)} must be a writable C-contiguous "
+                    f"numpy array, not {type(g).__name__}")
+            a, code = distcomm._input(g)
+            if a is not g:  # a byte-swapped copy would not be in place
+                raise TypeError(f"distcomm: average_gradients(overlap=True): "
+                                f"leaf {list(path)} is not in native byte order")
+            arrays.append(a)
+            codes.append(code)
+        self._tree = gradients
+        self._avg = _c.average_start(group, arrays, codes, int(all_reduce_size))
+
+    def ready(self, i):
+        """Leaf i (tree order) is final: its bucket starts once complete."""
+        self._avg.ready(i)
+
+    def wait(self):
+        """Finish every bucket (GIL released, Ctrl-C interrupts) and return
+        the gradients, averaged in place; raises the first failure."""
+        self._avg.wait()
+        return self._tree
 
 
 def clip_grad_norm_sharded(gradients, max_norm, group=None):

@@ -58,6 +58,10 @@ static int add_tables(PyObject *module) {
   Py_INCREF(&pydc_group_type);
   if (PyModule_AddObject(module, "Group", (PyObject *)&pydc_group_type) < 0)
     return -1;
+  Py_INCREF(&pydc_average_type);
+  if (PyModule_AddObject(module, "GradientAverage",
+                         (PyObject *)&pydc_average_type) < 0)
+    return -1;
   Py_INCREF(&pydc_request_type);
   return PyModule_AddObject(module, "Request", (PyObject *)&pydc_request_type);
 }
@@ -72,7 +76,8 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__distcomm(void) {
   if (PyType_Ready(&pydc_group_type) < 0 ||
-      PyType_Ready(&pydc_request_type) < 0)
+      PyType_Ready(&pydc_request_type) < 0 ||
+      PyType_Ready(&pydc_average_type) < 0)
     return NULL;
   PyObject *module = PyModule_Create(&module_def);
   if (!module)

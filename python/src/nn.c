@@ -132,10 +132,149 @@ static PyObject *py_clip_grad_norm_sharded(PyObject *m, PyObject *args) {
   return PyFloat_FromDouble(c.norm);
 }
 
+/* distcomm.GradientAverage: one overlapped dc_average_gradients. It holds
+ * the buffer views (the arrays stay alive and unresized) and the group
+ * until wait(); ready() only queues all_sums, so it keeps the GIL. */
+typedef struct {
+  PyObject_HEAD
+  dc_grad_average *av;
+  PyObject *group;
+  tensor_list tl;
+  int done;
+} pydc_average;
+
+/* Finish the call (GIL released): the buffers are the library's until
+ * then. Returns the status; the views are released either way. */
+static dc_status average_finish(pydc_average *self) {
+  dc_grad_average *av = self->av;
+  dc_status st;
+  self->av = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  st = dc_average_gradients_wait(av);
+  Py_END_ALLOW_THREADS
+  self->done = 1;
+  tensors_release(&self->tl);
+  self->tl = (tensor_list){0};
+  return st;
+}
+
+static void average_dealloc(pydc_average *self) {
+  if (self->av)
+    average_finish(self);
+  tensors_release(&self->tl); /* a start that failed */
+  Py_XDECREF(self->group);
+  PyObject_Free(self);
+}
+
+static PyObject *average_ready(pydc_average *self, PyObject *arg) {
+  Py_ssize_t i = PyLong_AsSsize_t(arg);
+  if (i == -1 && PyErr_Occurred())
+    return NULL;
+  if (self->done) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "distcomm: average_gradients: ready() after wait()");
+    return NULL;
+  }
+  pydc_group *grp = (pydc_group *)self->group;
+  if (i < 0 || i >= self->tl.n) {
+    PyErr_Format(PyExc_IndexError,
+                 "distcomm: average_gradients: ready(%zd): %zd gradients", i,
+                 self->tl.n);
+    return NULL;
+  }
+  if (pydc_enter(grp) < 0)
+    return NULL;
+  dc_status st = dc_average_gradients_ready(self->av, (size_t)i);
+  pydc_leave(grp);
+  if (st == DC_ERR_INVALID)
+    return pydc_raise(st, dc_last_error());
+  if (st != DC_OK)
+    return pydc_raise(st, dc_group_last_error(grp->g));
+  Py_RETURN_NONE;
+}
+
+static PyObject *average_wait(pydc_average *self, PyObject *unused) {
+  (void)unused;
+  if (self->done) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "distcomm: average_gradients: wait() called twice");
+    return NULL;
+  }
+  pydc_group *grp = (pydc_group *)self->group;
+  int claimed = grp->g != NULL; /* a freed group waited for us already */
+  if (claimed && pydc_enter(grp) < 0)
+    return NULL;
+  dc_status st = average_finish(self);
+  if (claimed)
+    pydc_leave(grp);
+  if (st != DC_OK)
+    return pydc_raise(st, grp->g ? dc_group_last_error(grp->g) : "");
+  if (PyErr_Occurred()) /* Ctrl-C as it completed */
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef average_methods[] = {
+    {"ready", (PyCFunction)average_ready, METH_O,
+     "ready(i): gradient i is final; its bucket starts once complete."},
+    {"wait", (PyCFunction)average_wait, METH_NOARGS,
+     "Finish every bucket (GIL released) and divide, in place."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject pydc_average_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "distcomm.GradientAverage",
+    .tp_basicsize = sizeof(pydc_average),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An overlapped average_gradients: ready(i), wait().",
+    .tp_dealloc = (destructor)average_dealloc,
+    .tp_methods = average_methods,
+};
+
+/* average_start(group, arrays, codes, all_reduce_size) -> GradientAverage
+ * over the arrays themselves (in place). */
+static PyObject *py_average_start(PyObject *m, PyObject *args) {
+  (void)m;
+  pydc_group *grp;
+  PyObject *arrays, *codes;
+  long long size;
+  if (!PyArg_ParseTuple(args, "O!O!O!L:average_start", &pydc_group_type, &grp,
+                        &PyList_Type, &arrays, &PyList_Type, &codes, &size))
+    return NULL;
+  pydc_average *self = PyObject_New(pydc_average, &pydc_average_type);
+  if (!self)
+    return NULL;
+  self->av = NULL, self->done = 1, self->tl = (tensor_list){0};
+  Py_INCREF(grp);
+  self->group = (PyObject *)grp;
+  if (tensors_get(arrays, codes, &self->tl) < 0) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  if (pydc_enter(grp) < 0) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  dc_status st = dc_average_gradients_start(grp->g, self->tl.t,
+                                            (size_t)self->tl.n, size,
+                                            &self->av);
+  pydc_leave(grp);
+  if (st != DC_OK) {
+    pydc_raise(st, dc_group_last_error(grp->g));
+    Py_DECREF(self);
+    return NULL;
+  }
+  self->done = 0;
+  return (PyObject *)self;
+}
+
 PyMethodDef pydc_nn_methods[] = {
     {"average_gradients", py_average_gradients, METH_VARARGS,
      "average_gradients(group, arrays, codes, all_reduce_size): "
      "dc_average_gradients in place on the buffers (codes: their dtypes)."},
+    {"average_start", py_average_start, METH_VARARGS,
+     "average_start(group, arrays, codes, all_reduce_size) -> "
+     "GradientAverage: the overlapped dc_average_gradients, in place."},
     {"clip_grad_norm_sharded", py_clip_grad_norm_sharded, METH_VARARGS,
      "clip_grad_norm_sharded(group, arrays, codes, max_norm) -> norm: "
      "dc_clip_grad_norm_sharded in place on the buffers."},

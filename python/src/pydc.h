@@ -67,6 +67,7 @@ extern PyMethodDef pydc_op_methods[];
 extern PyMethodDef pydc_request_methods[];
 extern PyTypeObject pydc_request_type;
 extern PyMethodDef pydc_nn_methods[];
+extern PyTypeObject pydc_average_type;
 extern PyMethodDef pydc_dlpack_methods[];
 extern PyMethodDef pydc_sync_methods[];
 

@@ -3,7 +3,11 @@
  * order (that order is what keeps ranks in step) by calling the blocking
  * public functions; it sleeps on a condition variable when the queue is
  * empty. The group is the thread's while the queue is not empty: blocking
- * calls drain the queue first, so nothing else touches it meanwhile. */
+ * calls drain the queue first, so nothing else touches it meanwhile.
+ * Fast path: a dc_wait on the head request that nobody runs yet claims it
+ * (busy) and runs it on the caller's thread, saving the hand-off to the
+ * worker and back (two wake-ups, most of a small request's cost). Order is
+ * kept: only the head is ever run, by whoever claimed it. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -21,7 +25,8 @@ typedef struct dc_async {
   pthread_cond_t done; /* to waiters: a request completed */
   pthread_t thread;
   dc_group *g;
-  dc_request *head, *tail; /* head runs now */
+  dc_request *head, *tail; /* head runs next, or now when busy */
+  int busy;          /* a thread (worker or a waiter) is running head */
   int stop;
   int refs;          /* the group's + one per request not freed */
   dc_status failed;  /* g->failed as the thread last saw it */
@@ -102,6 +107,27 @@ static void block_signals(void) {
   pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
+/* Record r's result and pop it (a->mu held); wake waiters, and the worker
+ * when a waiter ran r and more is queued. */
+static void finish(dc_async *a, dc_request *r, dc_status st) {
+  dc_group *g = a->g;
+  r->status = st;
+  if (st != DC_OK)
+    snprintf(r->err, sizeof r->err, "%s", g->err);
+  a->head = r->next;
+  a->busy = 0;
+  if (!a->head) {
+    a->tail = NULL;
+    if (atomic_load(&a->cancel) && g->failed == DC_OK)
+      dc_fail_as(g, r->name, DC_ERR_INTERRUPTED, "interrupted while waiting");
+  } else {
+    pthread_cond_signal(&a->work);
+  }
+  a->failed = g->failed;
+  r->done = 1;
+  pthread_cond_broadcast(&a->done);
+}
+
 static void *worker(void *arg) {
   dc_async *a = arg;
   dc_group *g = a->g;
@@ -109,11 +135,12 @@ static void *worker(void *arg) {
   block_signals();
   pthread_mutex_lock(&a->mu);
   for (;;) {
-    while (!a->head && !a->stop)
+    while ((!a->head || a->busy) && !a->stop)
       pthread_cond_wait(&a->work, &a->mu);
-    if (!a->head)
-      break;
+    if (!a->head || a->busy)
+      break; /* stop: release drained the queue first */
     dc_request *r = a->head;
+    a->busy = 1;
     g->interrupt = cancelled;
     g->interrupt_arg = a;
     pthread_mutex_unlock(&a->mu);
@@ -121,21 +148,24 @@ static void *worker(void *arg) {
     pthread_mutex_lock(&a->mu);
     g->interrupt = a->user_fn;
     g->interrupt_arg = a->user_arg;
-    r->status = st;
-    if (st != DC_OK)
-      snprintf(r->err, sizeof r->err, "%s", g->err);
-    a->head = r->next;
-    if (!a->head) {
-      a->tail = NULL;
-      if (atomic_load(&a->cancel) && g->failed == DC_OK)
-        dc_fail_as(g, r->name, DC_ERR_INTERRUPTED, "interrupted while waiting");
-    }
-    a->failed = g->failed;
-    r->done = 1;
-    pthread_cond_broadcast(&a->done);
+    finish(a, r, st);
   }
   pthread_mutex_unlock(&a->mu);
   return NULL;
+}
+
+/* Run the claimed head r on the caller's thread (a->mu held on entry and
+ * exit). The group keeps the user's interrupt, as in a blocking call; the
+ * blocking function must not drain the queue r is still at the head of. */
+static void run_here(dc_async *a, dc_request *r) {
+  a->busy = 1;
+  pthread_mutex_unlock(&a->mu);
+  int was = in_worker;
+  in_worker = 1;
+  dc_status st = run_one(a, r);
+  in_worker = was;
+  pthread_mutex_lock(&a->mu);
+  finish(a, r, st);
 }
 
 static void unref(dc_async *a) {
@@ -280,6 +310,8 @@ dc_status dc_wait(dc_request *r) {
     return dc_init_fail(DC_ERR_INVALID, "wait: request is NULL");
   dc_async *a = r->a;
   pthread_mutex_lock(&a->mu);
+  if (!r->done && a->head == r && !a->busy && !in_worker)
+    run_here(a, r);
   if (!r->done)
     wait_locked(a, r);
   dc_status st = r->status;
