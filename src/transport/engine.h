@@ -1,7 +1,8 @@
 /* The TCP progress engine: runs a batch of transfers (algo.h) over
  * non-blocking sockets with poll(), checking every frame header, reducing
  * received data as it arrives, and bounding every wait by the group's
- * timeout. One engine per group; used by one thread at a time. */
+ * timeout. One engine per group; used by one thread at a time. It knows
+ * no dc_group: failures, the timeout and interrupts go through hooks. */
 #ifndef DC_TRANSPORT_ENGINE_H
 #define DC_TRANSPORT_ENGINE_H
 
@@ -10,6 +11,7 @@
 
 #include "algo/algo.h"
 #include "distcomm.h"
+#include "transport/mesh.h" /* dc_mesh_hooks */
 
 typedef struct dc_conn {
   int fd;               /* -1 when absent (self) */
@@ -29,7 +31,7 @@ typedef struct dc_conn {
 } dc_conn;
 
 typedef struct dc_tcp {
-  dc_group *g;
+  dc_mesh_hooks hooks; /* to the owner (the group): fail, timeout, ... */
   int rank, size, lanes;
   dc_conn *conns;       /* conns[peer * lanes + lane] */
   uint32_t *p2p_tx, *p2p_rx; /* send/recv counters per peer */
@@ -42,7 +44,7 @@ typedef struct dc_tcp {
 } dc_tcp;
 
 /* Allocate an engine for size ranks x lanes connections (all fd = -1). */
-dc_tcp *dc_tcp_new(dc_group *g, int rank, int size, int lanes);
+dc_tcp *dc_tcp_new(const dc_mesh_hooks *h, int rank, int size, int lanes);
 /* Close every connection and free. */
 void dc_tcp_free(dc_tcp *t);
 
