@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "algo/tune.h"
 #include "core/group.h" /* dc_now */
 #include "kernels/reduce.h"
 #include "transport/engine.h"
@@ -79,6 +80,46 @@ void dc_tcp_free(dc_tcp *t) {
   free(t->p2p_tx);
   free(t->p2p_rx);
   free(t);
+}
+
+int dc_tcp_connected(const dc_tcp *t, int peer, int lane) {
+  return t->conns[peer * t->lanes + lane].fd >= 0;
+}
+
+void dc_tcp_attach(dc_tcp *t, int peer, int lane, int fd, uint64_t host,
+                   const char *addr) {
+  dc_conn *k = &t->conns[peer * t->lanes + lane];
+  k->fd = fd;
+  k->host = host;
+  snprintf(k->addr, sizeof k->addr, "%s", addr);
+}
+
+uint64_t dc_tcp_peer_host(const dc_tcp *t, int peer) {
+  return t->conns[peer * t->lanes].host;
+}
+
+dc_shm_seg *dc_tcp_new_segs(dc_tcp *t, int n) {
+  t->segs = calloc((size_t)n, sizeof *t->segs);
+  t->nsegs = t->segs ? n : 0;
+  return t->segs;
+}
+
+void dc_tcp_wire_pipes(dc_tcp *t, int peer, int lane, dc_pipe *tx,
+                       dc_pipe *rx) {
+  t->conns[peer * t->lanes + lane].tx = tx;
+  t->conns[peer * t->lanes + lane].rx = rx;
+}
+
+void dc_tcp_set_pid(dc_tcp *t, int peer, int pid) {
+  for (int l = 0; l < t->lanes; l++)
+    t->conns[peer * t->lanes + l].pid = pid;
+}
+
+void dc_tcp_set_pull(dc_tcp *t, int one_host, int pull_ok, int forced) {
+  t->one_host = one_host;
+  t->pull_ok = pull_ok;
+  if (t->pull_ok && (t->tune = calloc(1, sizeof *t->tune)) != NULL)
+    t->tune->mode = forced ? DC_TUNE_PULL : DC_TUNE_AUTO;
 }
 
 void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,

@@ -48,6 +48,22 @@ dc_tcp *dc_tcp_new(const dc_mesh_hooks *h, int rank, int size, int lanes);
 /* Close every connection and free. */
 void dc_tcp_free(dc_tcp *t);
 
+/* Set-up fills the engine's connections through these, never through
+ * the fields: the engine owns its conns, segments and tune. */
+int dc_tcp_connected(const dc_tcp *t, int peer, int lane);
+void dc_tcp_attach(dc_tcp *t, int peer, int lane, int fd, uint64_t host,
+                   const char *addr);
+uint64_t dc_tcp_peer_host(const dc_tcp *t, int peer);
+/* n zeroed slots for shared-memory segments (unmapped by dc_tcp_free);
+ * NULL when out of memory. */
+struct dc_shm_seg *dc_tcp_new_segs(dc_tcp *t, int n);
+void dc_tcp_wire_pipes(dc_tcp *t, int peer, int lane, struct dc_pipe *tx,
+                       struct dc_pipe *rx);
+void dc_tcp_set_pid(dc_tcp *t, int peer, int pid);
+/* Single copy: offered (pull) when one_host, used when pull_ok; forced
+ * skips the choice between single copy and pipes (algo/tune.h). */
+void dc_tcp_set_pull(dc_tcp *t, int one_host, int pull_ok, int forced);
+
 /* Prepare comm for one op: fills the frame fields and run = dc_tcp_run. */
 void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,
                   dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq);
