@@ -100,6 +100,9 @@ dc_status dc_init_fail(dc_status st, const char *fmt, ...)
 void dc_log(const dc_group *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The hooks through which a mesh (transport/mesh.h) reports to g. */
+struct dc_mesh_hooks dc_group_hooks(dc_group *g);
+
 /* Monotonic clock in seconds. */
 double dc_now(void);
 

@@ -1,6 +1,7 @@
 /* The TCP progress engine (see engine.h). */
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/group.h"
+#include "algo/tune.h"
+#include "core/group.h" /* dc_now */
 #include "kernels/reduce.h"
 #include "transport/engine.h"
 #include "transport/frame.h"
@@ -37,11 +39,11 @@ typedef struct xstate {
   size_t hdr_done, done, in_window;
 } xstate;
 
-dc_tcp *dc_tcp_new(dc_group *g, int rank, int size, int lanes) {
+dc_tcp *dc_tcp_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
   dc_tcp *t = calloc(1, sizeof *t);
   if (!t)
     return NULL;
-  t->g = g;
+  t->hooks = *h;
   t->rank = rank;
   t->size = size;
   t->lanes = lanes;
@@ -78,6 +80,46 @@ void dc_tcp_free(dc_tcp *t) {
   free(t->p2p_tx);
   free(t->p2p_rx);
   free(t);
+}
+
+int dc_tcp_connected(const dc_tcp *t, int peer, int lane) {
+  return t->conns[peer * t->lanes + lane].fd >= 0;
+}
+
+void dc_tcp_attach(dc_tcp *t, int peer, int lane, int fd, uint64_t host,
+                   const char *addr) {
+  dc_conn *k = &t->conns[peer * t->lanes + lane];
+  k->fd = fd;
+  k->host = host;
+  snprintf(k->addr, sizeof k->addr, "%s", addr);
+}
+
+uint64_t dc_tcp_peer_host(const dc_tcp *t, int peer) {
+  return t->conns[peer * t->lanes].host;
+}
+
+dc_shm_seg *dc_tcp_new_segs(dc_tcp *t, int n) {
+  t->segs = calloc((size_t)n, sizeof *t->segs);
+  t->nsegs = t->segs ? n : 0;
+  return t->segs;
+}
+
+void dc_tcp_wire_pipes(dc_tcp *t, int peer, int lane, dc_pipe *tx,
+                       dc_pipe *rx) {
+  t->conns[peer * t->lanes + lane].tx = tx;
+  t->conns[peer * t->lanes + lane].rx = rx;
+}
+
+void dc_tcp_set_pid(dc_tcp *t, int peer, int pid) {
+  for (int l = 0; l < t->lanes; l++)
+    t->conns[peer * t->lanes + l].pid = pid;
+}
+
+void dc_tcp_set_pull(dc_tcp *t, int one_host, int pull_ok, int forced) {
+  t->one_host = one_host;
+  t->pull_ok = pull_ok;
+  if (t->pull_ok && (t->tune = calloc(1, sizeof *t->tune)) != NULL)
+    t->tune->mode = forced ? DC_TUNE_PULL : DC_TUNE_AUTO;
 }
 
 void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,
@@ -118,8 +160,23 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 /* ---- errors ------------------------------------------------------------ */
 
+/* The owner records the failure (and poisons itself); we return st. */
+static dc_status fail(dc_tcp *t, dc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static dc_status fail(dc_tcp *t, dc_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  st = t->hooks.fail(t->hooks.arg, st, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static double timeout_of(const dc_tcp *t) {
+  return t->hooks.timeout(t->hooks.arg);
+}
+
 static dc_status lost(dc_tcp *t, const dc_comm *c, dc_conn *k, int err) {
-  return dc_fail(t->g, DC_ERR_PEER_LOST,
+  return fail(t, DC_ERR_PEER_LOST,
                  "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
                  k->addr, err ? ": " : " ",
                  err ? strerror(err) : "closed the connection",
@@ -141,14 +198,14 @@ static dc_status read_abort(dc_tcp *t, dc_conn *k, const dc_frame *f,
   dc_status st = (dc_status)(int32_t)f->aux;
   if (st >= 0 || st < DC_ERR_ABORTED)
     st = DC_ERR_PEER_LOST;
-  return dc_fail(t->g, st, "rank %d (%s) failed: %s", k->peer, k->addr, safe);
+  return fail(t, st, "rank %d (%s) failed: %s", k->peer, k->addr, safe);
 }
 
 static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
   dc_frame got, want = frame_of(c, s->x->len);
   dc_conn *k = s->conn;
   if (dc_frame_decode(s->hdr, &got) != DC_OK)
-    return dc_fail(t->g, DC_ERR_MISMATCH,
+    return fail(t, DC_ERR_MISMATCH,
                    "rank %d (%s) sent bytes that are not a distcomm frame "
                    "(the ranks are out of step)",
                    k->peer, k->addr);
@@ -157,7 +214,7 @@ static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
   char diff[256];
   dc_frame_diff(&want, &got, diff, sizeof diff);
   if (diff[0])
-    return dc_fail(t->g, DC_ERR_MISMATCH, "rank %d (%s) disagrees: %s",
+    return fail(t, DC_ERR_MISMATCH, "rank %d (%s) disagrees: %s",
                    k->peer, k->addr, diff);
   return DC_OK;
 }
@@ -401,10 +458,10 @@ static dc_status setup(dc_tcp *t, dc_comm *c, dc_xfer *x, int n, xstate *s) {
     dc_conn *k = &t->conns[x[i].peer * t->lanes + x[i].lane];
     s[i] = (xstate){.x = &x[i], .conn = k, .prev = -1};
     if (k->fd < 0)
-      return dc_fail(t->g, DC_ERR_INVALID, "no connection to rank %d",
+      return fail(t, DC_ERR_INVALID, "no connection to rank %d",
                      x[i].peer);
     if (x[i].reduce && !k->window && !(k->window = malloc(WINDOW_BYTES)))
-      return dc_fail(t->g, DC_ERR_NOMEM, "no memory for a receive window");
+      return fail(t, DC_ERR_NOMEM, "no memory for a receive window");
     for (int j = i - 1; j >= 0 && s[i].prev < 0; j--)
       if (s[j].conn == k && x[j].is_send == x[i].is_send)
         s[i].prev = j;
@@ -447,13 +504,13 @@ static dc_status pass(dc_tcp *t, dc_comm *c, xstate *s, int n, int *moved,
 static dc_status timed_out(dc_tcp *t, dc_comm *c, xstate *s, int n) {
   for (int i = 0; i < n; i++)
     if (active(s, i))
-      return dc_fail(t->g, DC_ERR_TIMEOUT,
+      return fail(t, DC_ERR_TIMEOUT,
                      "no progress for %.0f s waiting for rank %d (%s) to %s "
                      "(%.1f MiB of %.1f MiB received from it)",
-                     t->g->timeout_s, s[i].conn->peer, s[i].conn->addr,
+                     timeout_of(t), s[i].conn->peer, s[i].conn->addr,
                      s[i].x->is_send ? "take our data" : "send",
                      mib(s[i].conn->op_rx), mib(c->total_bytes));
-  return dc_fail(t->g, DC_ERR_TIMEOUT, "no progress");
+  return fail(t, DC_ERR_TIMEOUT, "no progress");
 }
 
 /* A frame in the mailbox while we wait on the pipe, or the other way
@@ -486,7 +543,7 @@ static dc_status crossed(dc_tcp *t, dc_comm *c, xstate *s, int n) {
       continue;
     dc_status st = check_header(t, c, &s[i]);
     return st != DC_OK ? st
-                       : dc_fail(t->g, DC_ERR_MISMATCH,
+                       : fail(t, DC_ERR_MISMATCH,
                                  "rank %d (%s) sent a frame out of order",
                                  k->peer, k->addr);
   }
@@ -503,7 +560,7 @@ static dc_status check_control(dc_tcp *t, dc_comm *c, dc_conn *k) {
   dc_frame f;
   if (st != DC_OK || dc_frame_decode(h, &f) != DC_OK ||
       f.kind != DC_FRAME_ABORT)
-    return dc_fail(t->g, DC_ERR_MISMATCH,
+    return fail(t, DC_ERR_MISMATCH,
                    "rank %d (%s) sent unexpected bytes on its control "
                    "connection", k->peer, k->addr);
   return read_abort(t, k, &f, NULL, 0);
@@ -567,17 +624,17 @@ static dc_status run_batch(dc_tcp *t, dc_comm *c, xstate *s, int n) {
     }
     if (spoke) /* and the pipe has nothing more */
       return check_control(t, c, spoke);
-    if (now - last > t->g->timeout_s)
+    if (now - last > timeout_of(t))
       return timed_out(t, c, s, n);
     if (now < spin_until)
       continue;
     if ((st = crossed(t, c, s, n)) != DC_OK)
       return st;
-    spoke = wait_ready(s, n, t->g->timeout_s - (now - last), &backoff);
-    if (t->g->interrupt && now - asked >= 0.05) { /* cheap, but not free */
+    spoke = wait_ready(s, n, timeout_of(t) - (now - last), &backoff);
+    if (t->hooks.interrupt && now - asked >= 0.05) { /* cheap, not free */
       asked = now;
-      if (t->g->interrupt(t->g->interrupt_arg))
-        return dc_fail(t->g, DC_ERR_INTERRUPTED, "interrupted while waiting");
+      if (t->hooks.interrupt(t->hooks.arg))
+        return fail(t, DC_ERR_INTERRUPTED, "interrupted while waiting");
     }
   }
 }
@@ -587,7 +644,7 @@ dc_status dc_tcp_run(dc_comm *c, dc_xfer *x, int n) {
   xstate local[64];
   xstate *s = n <= 64 ? local : malloc(sizeof *s * (size_t)n);
   if (!s)
-    return dc_fail(t->g, DC_ERR_NOMEM, "no memory for %d transfers", n);
+    return fail(t, DC_ERR_NOMEM, "no memory for %d transfers", n);
   dc_status st = setup(t, c, x, n, s);
   if (st == DC_OK)
     st = run_batch(t, c, s, n);
@@ -607,7 +664,7 @@ dc_status dc_tcp_pull(dc_comm *c, int peer, void *dst, uint64_t src,
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      return dc_fail(t->g, DC_ERR_PEER_LOST,
+      return fail(t, DC_ERR_PEER_LOST,
                      "rank %d (%s): reading its buffer failed "
                      "(process_vm_readv: %s) after %.1f MiB of %.1f MiB",
                      peer, k->addr, n < 0 ? strerror(errno) : "nothing read",

@@ -1,7 +1,8 @@
 /* The TCP progress engine: runs a batch of transfers (algo.h) over
  * non-blocking sockets with poll(), checking every frame header, reducing
  * received data as it arrives, and bounding every wait by the group's
- * timeout. One engine per group; used by one thread at a time. */
+ * timeout. One engine per group; used by one thread at a time. It knows
+ * no dc_group: failures, the timeout and interrupts go through hooks. */
 #ifndef DC_TRANSPORT_ENGINE_H
 #define DC_TRANSPORT_ENGINE_H
 
@@ -10,6 +11,7 @@
 
 #include "algo/algo.h"
 #include "distcomm.h"
+#include "transport/mesh.h" /* dc_mesh_hooks */
 
 typedef struct dc_conn {
   int fd;               /* -1 when absent (self) */
@@ -29,7 +31,7 @@ typedef struct dc_conn {
 } dc_conn;
 
 typedef struct dc_tcp {
-  dc_group *g;
+  dc_mesh_hooks hooks; /* to the owner (the group): fail, timeout, ... */
   int rank, size, lanes;
   dc_conn *conns;       /* conns[peer * lanes + lane] */
   uint32_t *p2p_tx, *p2p_rx; /* send/recv counters per peer */
@@ -42,9 +44,25 @@ typedef struct dc_tcp {
 } dc_tcp;
 
 /* Allocate an engine for size ranks x lanes connections (all fd = -1). */
-dc_tcp *dc_tcp_new(dc_group *g, int rank, int size, int lanes);
+dc_tcp *dc_tcp_new(const dc_mesh_hooks *h, int rank, int size, int lanes);
 /* Close every connection and free. */
 void dc_tcp_free(dc_tcp *t);
+
+/* Set-up fills the engine's connections through these, never through
+ * the fields: the engine owns its conns, segments and tune. */
+int dc_tcp_connected(const dc_tcp *t, int peer, int lane);
+void dc_tcp_attach(dc_tcp *t, int peer, int lane, int fd, uint64_t host,
+                   const char *addr);
+uint64_t dc_tcp_peer_host(const dc_tcp *t, int peer);
+/* n zeroed slots for shared-memory segments (unmapped by dc_tcp_free);
+ * NULL when out of memory. */
+struct dc_shm_seg *dc_tcp_new_segs(dc_tcp *t, int n);
+void dc_tcp_wire_pipes(dc_tcp *t, int peer, int lane, struct dc_pipe *tx,
+                       struct dc_pipe *rx);
+void dc_tcp_set_pid(dc_tcp *t, int peer, int pid);
+/* Single copy: offered (pull) when one_host, used when pull_ok; forced
+ * skips the choice between single copy and pipes (algo/tune.h). */
+void dc_tcp_set_pull(dc_tcp *t, int one_host, int pull_ok, int forced);
 
 /* Prepare comm for one op: fills the frame fields and run = dc_tcp_run. */
 void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,

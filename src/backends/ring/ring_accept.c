@@ -66,7 +66,7 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l) {
     return DC_REFUSE_SIZE;
   if (h->rank >= (uint32_t)p->size || !ring_accepts(p, (int)h->rank) ||
       h->lane >= lanes || h->lane % (uint32_t)p->naddrs != (uint32_t)l ||
-      A->t->conns[h->rank * lanes + h->lane].fd >= 0)
+      dc_tcp_connected(A->t, (int)h->rank, (int)h->lane))
     return DC_REFUSE_RANK;
   return DC_REFUSE_NONE;
 }
@@ -74,13 +74,10 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l) {
 static int join(acceptor *A, pending *pd) {
   const ring_plan *p = A->p;
   const dc_hello *h = &pd->h;
-  dc_conn *k = &A->t->conns[h->rank * (uint32_t)ring_lanes(p) + h->lane];
-  if (k->fd >= 0) /* another connection proved this slot first */
+  if (dc_tcp_connected(A->t, (int)h->rank, (int)h->lane)) /* proved first */
     return refuse(A, pd, "rank and connection number already connected");
-  k->fd = pd->fd;
-  k->host = h->host;
-  snprintf(k->addr, sizeof k->addr, "%s",
-           ring_addr(p, (int)h->rank, (int)h->lane)->text);
+  dc_tcp_attach(A->t, (int)h->rank, (int)h->lane, pd->fd, h->host,
+                ring_addr(p, (int)h->rank, (int)h->lane)->text);
   dc_log(A->g, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
          pd->from, A->auth->on ? " (job token proven)" : "");
   pd->fd = -1;
@@ -241,7 +238,7 @@ static void expire(acceptor *A) {
 static int first_missing(const dc_tcp *t, const ring_plan *p) {
   for (int q = 0; q < p->size; q++)
     for (int l = 0; ring_accepts(p, q) && l < ring_lanes(p); l++)
-      if (t->conns[q * ring_lanes(p) + l].fd < 0)
+      if (!dc_tcp_connected(t, q, l))
         return q;
   return -1;
 }

@@ -155,10 +155,7 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
     if (dial(g, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
       return st; /* the first error says more */
   }
-  dc_conn *k = &t->conns[q * ring_lanes(p) + lane];
-  k->fd = fd;
-  k->host = reply.host;
-  snprintf(k->addr, sizeof k->addr, "%s", a->text);
+  dc_tcp_attach(t, q, lane, fd, reply.host, a->text);
   dc_log(g, "connected to rank %d lane %d at %s%s", q, lane, a->text,
          auth->on ? " (job token proven)" : "");
   return DC_OK;

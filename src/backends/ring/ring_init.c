@@ -21,7 +21,8 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
     R->job = p->job;
     R->neighbours = ring_neighbours_only(p);
     R->self = malloc(sizeof *R->self * (size_t)p->naddrs);
-    R->tcp = g ? dc_tcp_new(g, p->rank, p->size, ring_lanes(p)) : NULL;
+    dc_mesh_hooks h = g ? dc_group_hooks(g) : (dc_mesh_hooks){0};
+    R->tcp = g ? dc_tcp_new(&h, p->rank, p->size, ring_lanes(p)) : NULL;
   }
   if (!g || !R->self || !R->tcp) {
     snprintf(err, errlen, "out of memory");

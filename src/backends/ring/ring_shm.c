@@ -77,9 +77,9 @@ static void wire(shm_plan *s, int i, const dc_shm_seg *mine,
   dc_tcp *t = s->t;
   int q = s->peers[i], me = s->p->rank, lanes = t->lanes;
   for (int l = 0; l < lanes; l++) {
-    dc_conn *k = &t->conns[q * lanes + l];
-    k->tx = dc_shm_pipe(theirs, (size_t)(pos(s, q, me) * lanes + l));
-    k->rx = dc_shm_pipe(mine, (size_t)(pos(s, me, q) * lanes + l));
+    dc_tcp_wire_pipes(t, q, l,
+                      dc_shm_pipe(theirs, (size_t)(pos(s, q, me) * lanes + l)),
+                      dc_shm_pipe(mine, (size_t)(pos(s, me, q) * lanes + l)));
   }
 }
 
@@ -125,13 +125,10 @@ static void wire_pull(shm_plan *s, const pid_t *pids, const unsigned char *ok,
   for (int i = 0; i < s->npeers; i++) {
     /* only where the pipes are wired too: the peer's bits alone say little */
     all &= have_seg && ok[i] == both && ok[s->npeers + i] == both;
-    for (int l = 0; l < t->lanes; l++)
-      t->conns[s->peers[i] * t->lanes + l].pid = (int)pids[i];
+    dc_tcp_set_pid(t, s->peers[i], (int)pids[i]);
   }
-  t->one_host = s->npeers > 0 && s->npeers == s->p->size - 1;
-  t->pull_ok = all && t->one_host;
-  if (t->pull_ok && (t->tune = calloc(1, sizeof *t->tune)) != NULL)
-    t->tune->mode = dc_cma_forced() ? DC_TUNE_PULL : DC_TUNE_AUTO;
+  int one_host = s->npeers > 0 && s->npeers == s->p->size - 1;
+  dc_tcp_set_pull(t, one_host, all && one_host, dc_cma_forced());
 }
 
 static dc_status connect_pipes(shm_plan *s) {
@@ -179,15 +176,13 @@ dc_status ring_shm_setup(dc_group *g, dc_tcp *t, const ring_plan *p) {
   shm_plan s = {.g = g, .t = t, .p = p};
   s.hosts = calloc((size_t)p->size, sizeof *s.hosts);
   s.peers = calloc((size_t)p->size, sizeof *s.peers);
-  t->segs = calloc((size_t)p->size, sizeof *t->segs);
-  if (!s.hosts || !s.peers || !t->segs) {
+  if (!s.hosts || !s.peers || !dc_tcp_new_segs(t, p->size)) {
     free(s.hosts);
     free(s.peers);
     return dc_fail(g, DC_ERR_NOMEM, "no memory for the shm set-up");
   }
-  t->nsegs = p->size;
   for (int q = 0; q < p->size; q++)
-    s.hosts[q] = q == p->rank ? p->host : t->conns[q * t->lanes].host;
+    s.hosts[q] = q == p->rank ? p->host : dc_tcp_peer_host(t, q);
   for (int q = 0; q < p->size; q++)
     if (q != p->rank && s.hosts[q] == p->host)
       s.peers[s.npeers++] = q;
