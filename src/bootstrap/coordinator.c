@@ -39,39 +39,26 @@ typedef struct msg {
   uint64_t job;
 } msg;
 
-static void put(unsigned char *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++)
-    p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get(const unsigned char *p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
 static void encode(const msg *m, unsigned char h[HDR]) {
-  put(h, MAGIC, 4);
-  put(h + 4, VERSION, 2);
-  put(h + 6, m->kind, 2);
-  put(h + 8, m->rank, 4);
-  put(h + 12, m->size, 4);
-  put(h + 16, m->naddrs, 4);
-  put(h + 20, m->len, 4);
-  put(h + 24, m->job, 8);
+  dc_put32(h, MAGIC);
+  dc_put16(h + 4, VERSION);
+  dc_put16(h + 6, m->kind);
+  dc_put32(h + 8, m->rank);
+  dc_put32(h + 12, m->size);
+  dc_put32(h + 16, m->naddrs);
+  dc_put32(h + 20, m->len);
+  dc_put64(h + 24, m->job);
 }
 
 /* 0 ok, -1 not ours (magic), -2 another version, -3 too long. */
 static int decode(const unsigned char h[HDR], msg *m) {
-  if (get(h, 4) != MAGIC)
+  if (dc_get32(h) != MAGIC)
     return -1;
-  if (get(h + 4, 2) != VERSION)
+  if (dc_get16(h + 4) != VERSION)
     return -2;
-  *m = (msg){.kind = (uint32_t)get(h + 6, 2), .rank = (uint32_t)get(h + 8, 4),
-             .size = (uint32_t)get(h + 12, 4),
-             .naddrs = (uint32_t)get(h + 16, 4),
-             .len = (uint32_t)get(h + 20, 4), .job = get(h + 24, 8)};
+  *m = (msg){.kind = dc_get16(h + 6), .rank = dc_get32(h + 8),
+             .size = dc_get32(h + 12), .naddrs = dc_get32(h + 16),
+             .len = dc_get32(h + 20), .job = dc_get64(h + 24)};
   return m->len > PAYLOAD_MAX ? -3 : 0;
 }
 
@@ -209,7 +196,7 @@ static void feed(server *s, int k) {
       if (decode(jo->hdr, &jo->m) == -2)
         snprintf(s->why, sizeof s->why, "the process at %s speaks another "
                  "rendezvous version (%u): mixed distcomm versions?",
-                 jo->from, (unsigned)get(jo->hdr + 4, 2));
+                 jo->from, (unsigned)dc_get16(jo->hdr + 4));
       drop(jo);
       return;
     }

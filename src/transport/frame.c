@@ -20,29 +20,29 @@
 #define LE64(x) (x)
 #endif
 
-static void put16(unsigned char *p, uint32_t v) {
+void dc_put16(unsigned char *p, uint32_t v) {
   uint16_t x = LE16((uint16_t)v);
   memcpy(p, &x, sizeof x);
 }
-static void put32(unsigned char *p, uint32_t v) {
+void dc_put32(unsigned char *p, uint32_t v) {
   v = LE32(v);
   memcpy(p, &v, sizeof v);
 }
-static void put64(unsigned char *p, uint64_t v) {
+void dc_put64(unsigned char *p, uint64_t v) {
   v = LE64(v);
   memcpy(p, &v, sizeof v);
 }
-static uint32_t get16(const unsigned char *p) {
+uint32_t dc_get16(const unsigned char *p) {
   uint16_t x;
   memcpy(&x, p, sizeof x);
   return LE16(x);
 }
-static uint32_t get32(const unsigned char *p) {
+uint32_t dc_get32(const unsigned char *p) {
   uint32_t x;
   memcpy(&x, p, sizeof x);
   return LE32(x);
 }
-static uint64_t get64(const unsigned char *p) {
+uint64_t dc_get64(const unsigned char *p) {
   uint64_t x;
   memcpy(&x, p, sizeof x);
   return LE64(x);
@@ -54,43 +54,43 @@ static uint64_t get64(const unsigned char *p) {
 static uint32_t header_check(const unsigned char *p, size_t n) {
   uint64_t h = 0x9E3779B97F4A7C15ull;
   for (size_t i = 0; i < n; i += 4)
-    h ^= (get32(p + i) + i) * 0xBF58476D1CE4E5B9ull;
+    h ^= (dc_get32(p + i) + i) * 0xBF58476D1CE4E5B9ull;
   return (uint32_t)(h ^ h >> 29 ^ h >> 47);
 }
 
 void dc_frame_encode(const dc_frame *f, unsigned char out[DC_FRAME_BYTES]) {
-  put16(out, DC_WIRE_MAGIC);
+  dc_put16(out, DC_WIRE_MAGIC);
   out[2] = f->kind;
   out[3] = f->opcode;
   out[4] = f->dtype;
   out[5] = f->redop;
-  put16(out + 6, 0);
-  put32(out + 8, f->seq);
-  put64(out + 12, f->count);
-  put64(out + 20, f->len);
-  put32(out + 28, f->aux);
+  dc_put16(out + 6, 0);
+  dc_put32(out + 8, f->seq);
+  dc_put64(out + 12, f->count);
+  dc_put64(out + 20, f->len);
+  dc_put32(out + 28, f->aux);
   /* the check replaces nothing: it is folded into the magic's spare bits */
   uint32_t c = header_check(out, DC_FRAME_BYTES);
-  put16(out + 6, c & 0xffffu);
+  dc_put16(out + 6, c & 0xffffu);
 }
 
 dc_status dc_frame_decode(const unsigned char in[DC_FRAME_BYTES],
                           dc_frame *f) {
   unsigned char tmp[DC_FRAME_BYTES];
   memcpy(tmp, in, sizeof tmp);
-  put16(tmp + 6, 0);
-  if (get16(in) != DC_WIRE_MAGIC ||
-      get16(in + 6) != (header_check(tmp, sizeof tmp) & 0xffffu))
+  dc_put16(tmp + 6, 0);
+  if (dc_get16(in) != DC_WIRE_MAGIC ||
+      dc_get16(in + 6) != (header_check(tmp, sizeof tmp) & 0xffffu))
     return DC_ERR_MISMATCH;
   f->kind = in[2];
   f->opcode = in[3];
   f->dtype = in[4];
   f->redop = in[5];
-  f->seq = get32(in + 8);
-  f->count = get64(in + 12);
-  f->len = get64(in + 20);
-  f->aux = get32(in + 28);
-  f->check = get16(in + 6);
+  f->seq = dc_get32(in + 8);
+  f->count = dc_get64(in + 12);
+  f->len = dc_get64(in + 20);
+  f->aux = dc_get32(in + 28);
+  f->check = dc_get16(in + 6);
   return DC_OK;
 }
 
@@ -152,35 +152,35 @@ void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
 }
 
 void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]) {
-  put32(out, HELLO_MAGIC);
-  put16(out + 4, h->kind);
-  put16(out + 6, h->version);
-  put64(out + 8, h->job);
-  put64(out + 16, h->group);
-  put32(out + 24, h->rank);
-  put32(out + 28, h->size);
-  put16(out + 32, h->lane);
-  put16(out + 34, h->reason);
-  put64(out + 36, h->host);
-  put32(out + 44, h->flags);
+  dc_put32(out, HELLO_MAGIC);
+  dc_put16(out + 4, h->kind);
+  dc_put16(out + 6, h->version);
+  dc_put64(out + 8, h->job);
+  dc_put64(out + 16, h->group);
+  dc_put32(out + 24, h->rank);
+  dc_put32(out + 28, h->size);
+  dc_put16(out + 32, h->lane);
+  dc_put16(out + 34, h->reason);
+  dc_put64(out + 36, h->host);
+  dc_put32(out + 44, h->flags);
   memcpy(out + 48, h->nonce, DC_NONCE_BYTES);
-  put32(out + 80, header_check(out, 80));
+  dc_put32(out + 80, header_check(out, 80));
 }
 
 dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
                           dc_hello *h) {
-  if (get32(in) != HELLO_MAGIC || get32(in + 80) != header_check(in, 80))
+  if (dc_get32(in) != HELLO_MAGIC || dc_get32(in + 80) != header_check(in, 80))
     return DC_ERR_AUTH;
-  h->kind = get16(in + 4);
-  h->version = get16(in + 6);
-  h->job = get64(in + 8);
-  h->group = get64(in + 16);
-  h->rank = get32(in + 24);
-  h->size = get32(in + 28);
-  h->lane = get16(in + 32);
-  h->reason = get16(in + 34);
-  h->host = get64(in + 36);
-  h->flags = get32(in + 44);
+  h->kind = dc_get16(in + 4);
+  h->version = dc_get16(in + 6);
+  h->job = dc_get64(in + 8);
+  h->group = dc_get64(in + 16);
+  h->rank = dc_get32(in + 24);
+  h->size = dc_get32(in + 28);
+  h->lane = dc_get16(in + 32);
+  h->reason = dc_get16(in + 34);
+  h->host = dc_get64(in + 36);
+  h->flags = dc_get32(in + 44);
   memcpy(h->nonce, in + 48, DC_NONCE_BYTES);
   return DC_OK;
 }
@@ -191,7 +191,7 @@ dc_status dc_hello_peek(const unsigned char *in, size_t n, uint32_t *version) {
     return DC_ERR_AUTH;
   if (n < 8)
     return DC_OK;
-  *version = get16(in + 6);
+  *version = dc_get16(in + 6);
   return *version == DC_WIRE_VERSION ? DC_OK : DC_ERR_MISMATCH;
 }
 
@@ -218,16 +218,16 @@ const char *dc_hello_reason_text(uint32_t reason) {
 
 void dc_proof_encode(const unsigned char mac[32],
                      unsigned char out[DC_PROOF_BYTES]) {
-  put32(out, PROOF_MAGIC);
-  put16(out + 4, DC_WIRE_VERSION);
-  put16(out + 6, 0);
+  dc_put32(out, PROOF_MAGIC);
+  dc_put16(out + 4, DC_WIRE_VERSION);
+  dc_put16(out + 6, 0);
   memcpy(out + 8, mac, 32);
 }
 
 dc_status dc_proof_decode(const unsigned char in[DC_PROOF_BYTES],
                           unsigned char mac[32]) {
-  if (get32(in) != PROOF_MAGIC || get16(in + 4) != DC_WIRE_VERSION ||
-      get16(in + 6) != 0)
+  if (dc_get32(in) != PROOF_MAGIC || dc_get16(in + 4) != DC_WIRE_VERSION ||
+      dc_get16(in + 6) != 0)
     return DC_ERR_AUTH;
   memcpy(mac, in + 8, 32);
   return DC_OK;

@@ -62,6 +62,15 @@ void dc_frame_describe(const dc_frame *f, char *out, size_t n);
 /* A peer's text (an abort's reason) made safe to print: bytes outside
  * printable ASCII become \xNN, so no terminal escape reaches stderr or a
  * Python exception. out always ends in a NUL. */
+/* Little-endian fields of the wire formats (frames, hellos, the
+ * coordinator's messages): p holds at least the field's bytes. */
+void dc_put16(unsigned char *p, uint32_t v);
+void dc_put32(unsigned char *p, uint32_t v);
+void dc_put64(unsigned char *p, uint64_t v);
+uint32_t dc_get16(const unsigned char *p);
+uint32_t dc_get32(const unsigned char *p);
+uint64_t dc_get64(const unsigned char *p);
+
 void dc_escape_text(const char *in, size_t n, char *out, size_t cap);
 
 void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
