@@ -144,16 +144,19 @@ DC_API dc_status dc_reduce_local(void *inout, const void *in, size_t count,
 typedef struct dc_group dc_group;
 
 /* Initialise the world group.
- *   backend: "any" (try in order: the ring from a hostfile, the ring
- *            through a coordinator, MPI), "ring" (either ring), "mpi", or
- *            NULL (= "any").
+ *   backend: "any" (try in order: the mesh when MLX_IBV_DEVICES is set,
+ *            the ring from a hostfile, the ring through a coordinator,
+ *            MPI), "mesh" (or MLX's "jaccl"; "jaccl-ring" connects ring
+ *            neighbours only), "ring" (either ring), "mpi", or NULL
+ *            (= "any").
  *   strict:  when nothing is configured, 0 gives a singleton group (rank 0,
  *            size 1, every collective an identity copy); 1 fails with
  *            DC_ERR_UNAVAILABLE and *group = NULL. The detail, which names
  *            the missing variables, is in dc_last_error().
  * Configuration (MLX's names where MLX has them): MLX_RANK + MLX_HOSTFILE,
  * or a coordinator (MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR or
- * MASTER_ADDR/MASTER_PORT) with a rank and a world size; MLX_RING_VERBOSE;
+ * MASTER_ADDR/MASTER_PORT) with a rank and a world size; for the mesh,
+ * MLX_IBV_DEVICES + a coordinator + MLX_RANK; MLX_RING_VERBOSE;
  * DISTCOMM_TIMEOUT (seconds) sets the default timeout. The README lists
  * every variable.
  * Repeated calls return the same world group (one more reference). */

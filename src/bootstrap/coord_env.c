@@ -98,14 +98,15 @@ static dc_status first_int(const dc_env_id *vars, size_t n, long *out,
   return DC_OK;
 }
 
-dc_status dc_coord_from_env(dc_coord *c, char *err, size_t errlen) {
+dc_status dc_coord_from_env_sized(dc_coord *c, int rows, const char *rows_from,
+                                  char *err, size_t errlen) {
   char buf[320];
   err[0] = '\0';
   const char *text = address_text(buf, sizeof buf, &c->from, err, errlen);
   if (!text)
     return err[0] ? DC_ERR_CONFIG : DC_ERR_UNAVAILABLE;
   dc_status st = resolve(text, c->from, &c->addr, err, errlen);
-  long rank = 0, size = 0;
+  long rank = 0, size = rows;
   const char *rn, *sn;
   if (st == DC_OK)
     st = first_int(rank_vars, NVARS(rank_vars), &rank, &rn, err, errlen);
@@ -113,6 +114,13 @@ dc_status dc_coord_from_env(dc_coord *c, char *err, size_t errlen) {
     st = first_int(size_vars, NVARS(size_vars), &size, &sn, err, errlen);
   if (st != DC_OK)
     return st;
+  if (sn && rows > 0 && size != rows) {
+    snprintf(err, errlen, "%s=%ld but %s has %d rows", sn, size, rows_from,
+             rows);
+    return DC_ERR_CONFIG;
+  }
+  if (!sn && rows > 0)
+    sn = rows_from, size = rows;
   if (!rn || !sn || size < 1) {
     snprintf(err, errlen, "%s is set, but %s: set %s", c->from,
              !rn ? "no rank is" : "no world size is",
@@ -128,6 +136,10 @@ dc_status dc_coord_from_env(dc_coord *c, char *err, size_t errlen) {
   c->rank = (int)rank;
   c->size = (int)size;
   return DC_OK;
+}
+
+dc_status dc_coord_from_env(dc_coord *c, char *err, size_t errlen) {
+  return dc_coord_from_env_sized(c, 0, NULL, err, errlen);
 }
 
 /* The local address that routes to the coordinator (a UDP connect sends
@@ -207,6 +219,15 @@ static dc_status named(const char *list, dc_addr *out, int max, int *n,
   return st;
 }
 
+/* Listening addresses get the port the kernel picks. */
+static void port0(dc_addr *a) {
+  if (a->sa.ss_family == AF_INET)
+    ((struct sockaddr_in *)&a->sa)->sin_port = 0;
+  else
+    ((struct sockaddr_in6 *)&a->sa)->sin6_port = 0;
+  dc_sock_name(&a->sa, a->text, sizeof a->text);
+}
+
 dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max,
                                int *n, char *err, size_t errlen) {
   const char *list = dc_env_str(DC_ENV_IFNAME);
@@ -214,12 +235,25 @@ dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max,
                                : routed(c, out, err, errlen);
   if (!(list && *list))
     *n = st == DC_OK;
-  for (int i = 0; st == DC_OK && i < *n; i++) { /* the kernel picks ports */
-    if (out[i].sa.ss_family == AF_INET)
-      ((struct sockaddr_in *)&out[i].sa)->sin_port = 0;
-    else
-      ((struct sockaddr_in6 *)&out[i].sa)->sin6_port = 0;
-    dc_sock_name(&out[i].sa, out[i].text, sizeof out[i].text);
-  }
+  for (int i = 0; st == DC_OK && i < *n; i++)
+    port0(&out[i]);
   return st;
+}
+
+dc_status dc_iface_addr(const char *name, dc_addr *out, char *err,
+                        size_t errlen) {
+  struct ifaddrs *all = NULL;
+  if (getifaddrs(&all) != 0) {
+    snprintf(err, errlen, "cannot list the network interfaces");
+    return DC_ERR_SYSTEM;
+  }
+  int found = iface_addr(all, name, out);
+  freeifaddrs(all);
+  if (!found) {
+    snprintf(err, errlen, "interface %s does not exist or has no usable "
+             "address", name);
+    return DC_ERR_CONFIG;
+  }
+  port0(out);
+  return DC_OK;
 }

@@ -37,6 +37,17 @@ typedef struct dc_coord {
  * or the rank or size is missing. */
 dc_status dc_coord_from_env(dc_coord *c, char *err, size_t errlen);
 
+/* The same when something else knows the world size (the mesh's device
+ * matrix has a row per rank): rows is used when no size variable is set,
+ * and a size variable that disagrees is an error naming rows_from. */
+dc_status dc_coord_from_env_sized(dc_coord *c, int rows, const char *rows_from,
+                                  char *err, size_t errlen);
+
+/* The address (port 0) of network interface name: IPv4, else global IPv6.
+ * DC_ERR_CONFIG "interface X does not exist or has no usable address". */
+dc_status dc_iface_addr(const char *name, dc_addr *out, char *err,
+                        size_t errlen);
+
 /* The addresses (port 0) this rank should listen on: one per interface of
  * DISTCOMM_IFNAME, or the address that routes to the coordinator. */
 dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max,

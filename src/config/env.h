@@ -89,7 +89,13 @@
     "torchrun's world size: with a coordinator, when MLX_WORLD_SIZE is unset") \
   X(IFNAME, "DISTCOMM_IFNAME", TEXT, "the interface that routes to the "      \
     "coordinator", 0, 0,                                                       \
-    "with a coordinator: the interfaces (comma-separated) a rank listens on")
+    "with a coordinator: the interfaces (comma-separated) a rank listens on")  \
+  X(IBV_DEVICES, "MLX_IBV_DEVICES", TEXT, "unset", 0, 0,                      \
+    "the mesh (jaccl): path of the N x N device matrix (or the JSON itself); " \
+    "each name is the interface that reaches that peer")                       \
+  X(JACCL_RING, "MLX_JACCL_RING", FLAG, "0", 0, 0,                            \
+    "1: the mesh connects ring neighbours only and runs the ring algorithms "  \
+    "(jaccl-ring)")
 
 typedef enum dc_env_id {
 #define DC_ENV_ID_(id, name, kind, def, lo, hi, meaning) DC_ENV_##id,

@@ -438,9 +438,28 @@ static dc_status read_all(int fd, char **buf, size_t *len) {
   return DC_ERR_SYSTEM;
 }
 
+dc_status dc_config_read(const char *what, const char *path, char **text,
+                         size_t *len, char *err, size_t errlen) {
+  *text = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  dc_status st = fd < 0 ? DC_ERR_SYSTEM : read_all(fd, text, len);
+  int saved = errno;
+  if (fd >= 0) close(fd);
+  if (st == DC_ERR_NOMEM) set_err(err, errlen, "%s: out of memory", what);
+  if (st == DC_ERR_SYSTEM) set_err(err, errlen, "%s: %s", what, strerror(saved));
+  return st == DC_OK || st == DC_ERR_NOMEM ? st : DC_ERR_CONFIG;
+}
+
+void dc_config_name(char *what, size_t n, const char *var, const char *path) {
+  char shown[200];
+  escape(shown, sizeof shown, path, 160, 0);
+  snprintf(what, n, "%s %s", var, shown);
+}
+
 dc_status dc_hostfile_load(const char *path, dc_hostfile *out, char *err,
                            size_t errlen) {
-  char what[256], shown[200];
+  char what[256];
   char *text = NULL;
   size_t len = 0;
   if (!path || !out) {
@@ -448,15 +467,9 @@ dc_status dc_hostfile_load(const char *path, dc_hostfile *out, char *err,
     return DC_ERR_INVALID;
   }
   memset(out, 0, sizeof *out);
-  escape(shown, sizeof shown, path, 160, 0);
-  snprintf(what, sizeof what, "MLX_HOSTFILE %s", shown);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  dc_status st = fd < 0 ? DC_ERR_SYSTEM : read_all(fd, &text, &len);
-  int saved = errno;
-  if (fd >= 0) close(fd);
-  if (st == DC_ERR_NOMEM) set_err(err, errlen, "%s: out of memory", what);
-  if (st == DC_ERR_SYSTEM) set_err(err, errlen, "%s: %s", what, strerror(saved));
-  if (st != DC_OK) return st == DC_ERR_NOMEM ? st : DC_ERR_CONFIG;
+  dc_config_name(what, sizeof what, "MLX_HOSTFILE", path);
+  dc_status st = dc_config_read(what, path, &text, &len, err, errlen);
+  if (st != DC_OK) return st;
   st = parse_named(what, text, len, out, err, errlen);
   free(text);
   return st;

@@ -49,6 +49,15 @@ dc_status dc_hostfile_load(const char *path, dc_hostfile *out, char *err,
 
 void dc_hostfile_free(dc_hostfile *hf);
 
+/* A configuration file's whole text (malloc'd, not NUL-terminated; reading stops a
+ * little past 16 MiB, which the parsers refuse). Errors name `what`, e.g. "MLX_HOSTFILE
+ * /x/h.json: No such file or directory". */
+dc_status dc_config_read(const char *what, const char *path, char **text,
+                         size_t *len, char *err, size_t errlen);
+
+/* "VAR path" with the path escaped and shortened, for messages. */
+void dc_config_name(char *what, size_t n, const char *var, const char *path);
+
 /* Parse an environment integer such as MLX_RANK: DC_ERR_CONFIG with
  * "MLX_RANK='abc' is not a non-negative integer" when malformed. */
 dc_status dc_env_parse_int(const char *name, const char *value, long *out,

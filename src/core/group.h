@@ -115,6 +115,11 @@ dc_status dc_ring_init(dc_group **out);
  * COORDINATOR, DISTCOMM_COORDINATOR or MASTER_ADDR, with a rank and a world
  * size): DC_ERR_UNAVAILABLE when no coordinator is set. */
 dc_status dc_ring_coord_init(dc_group **out);
+/* The mesh (JACCL) world group: MLX_IBV_DEVICES + a coordinator; the ring
+ * variant connects neighbours only (jaccl-ring). DC_ERR_UNAVAILABLE when
+ * MLX_IBV_DEVICES is unset. */
+dc_status dc_mesh_init(dc_group **out);
+dc_status dc_mesh_ring_init(dc_group **out);
 /* The MPI world group when started by an MPI launcher (src/backends/mpi). */
 dc_status dc_mpi_init(dc_group **out);
 

@@ -15,12 +15,16 @@ static dc_group *world;
 typedef struct backend_entry {
   const char *name;
   dc_status (*init)(dc_group **out);
+  int alias; /* another name of an entry above: "any" skips it */
 } backend_entry;
 
 static const backend_entry backends[] = {
-    {"ring", dc_ring_init},       /* MLX_RANK + MLX_HOSTFILE */
-    {"ring", dc_ring_coord_init}, /* a coordinator + rank + size */
-    {"mpi", dc_mpi_init},         /* started by mpirun / mpiexec / srun */
+    {"mesh", dc_mesh_init, 0},       /* MLX_IBV_DEVICES + a coordinator */
+    {"jaccl", dc_mesh_init, 1},      /* MLX's name for the mesh */
+    {"jaccl-ring", dc_mesh_ring_init, 1},
+    {"ring", dc_ring_init, 0},       /* MLX_RANK + MLX_HOSTFILE */
+    {"ring", dc_ring_coord_init, 0}, /* a coordinator + rank + size */
+    {"mpi", dc_mpi_init, 0},         /* started by mpirun / mpiexec / srun */
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
@@ -35,7 +39,7 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
   int any = strcmp(name, "any") == 0, tried = 0;
   char why[1024] = "";
   for (size_t i = 0; i < NBACKENDS; i++) {
-    if (!any && strcmp(name, backends[i].name) != 0)
+    if (any ? backends[i].alias : strcmp(name, backends[i].name) != 0)
       continue;
     tried = 1;
     dc_status st = backends[i].init(out);
@@ -47,7 +51,7 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
   if (!tried)
     return dc_init_fail(DC_ERR_UNAVAILABLE,
                         "init: backend \"%s\" is not available (this build "
-                        "has: any, ring, mpi)",
+                        "has: any, mesh, jaccl, jaccl-ring, ring, mpi)",
                         name);
   if (strict)
     return dc_init_fail(DC_ERR_UNAVAILABLE, "%s", why);

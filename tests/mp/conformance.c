@@ -317,11 +317,14 @@ static void test_broadcast(conf *c, dc_dtype t, size_t n) {
   free(buf), free(exp);
 }
 
-/* With DISTCOMM_RING_NEIGHBOURS=1 (more than 2 ranks) only ring neighbours
- * are connected: send/recv between others must fail at once, not block. */
+/* With DISTCOMM_RING_NEIGHBOURS=1 or MLX_JACCL_RING=1 (more than 2 ranks)
+ * only ring neighbours are connected: send/recv between others must fail at
+ * once, not block. */
 static int linked(const conf *c, int a, int b) {
   const char *e = getenv("DISTCOMM_RING_NEIGHBOURS");
-  if (!e || strcmp(e, "1") != 0 || c->size <= 2)
+  const char *j = getenv("MLX_JACCL_RING");
+  int ring = (e && strcmp(e, "1") == 0) || (j && strcmp(j, "1") == 0);
+  if (!ring || c->size <= 2)
     return 1;
   return (a + 1) % c->size == b || (b + 1) % c->size == a;
 }

@@ -70,7 +70,8 @@ static dc_status nonneighbours(dc_group *g, dc_status st) {
   if (st != DC_ERR_NOT_SUPPORTED || g->err[0])
     return st;
   return dc_fail(g, st, "every rank talks to every rank, but only ring "
-                        "neighbours are connected (DISTCOMM_RING_NEIGHBOURS=1)");
+                        "neighbours are connected (DISTCOMM_RING_NEIGHBOURS=1 or "
+                        "jaccl-ring)");
 }
 
 /* Counts and offsets in elements to bytes: one allocation of 4 arrays. */
@@ -162,7 +163,7 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
       peer != (g->rank + g->size - 1) % g->size)
     return dc_fail(g, DC_ERR_NOT_SUPPORTED,
                    "%s rank %d: only ring neighbours (%d and %d) are "
-                   "connected (DISTCOMM_RING_NEIGHBOURS=1)",
+                   "connected (DISTCOMM_RING_NEIGHBOURS=1 or jaccl-ring)",
                    is_send ? "send to" : "recv from", peer,
                    (g->rank + g->size - 1) % g->size, (g->rank + 1) % g->size);
   uint32_t seq = is_send ? ++t->p2p_tx[peer] : ++t->p2p_rx[peer];

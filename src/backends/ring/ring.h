@@ -15,8 +15,10 @@ typedef struct ring_impl {
   int naddrs;    /* addresses per rank in the hostfile */
   int sockets;   /* connections per address (DISTCOMM_SOCKETS) */
   uint64_t job;
-  dc_addr *self; /* this rank's naddrs addresses (split binds the same IPs) */
+  dc_addr *self; /* this rank's naddrs addresses (split binds the same IPs);
+                    per_peer: size * naddrs, its address towards each rank */
   int neighbours; /* only ranks +-1 are connected (ring_plan.neighbours) */
+  int per_peer;   /* the mesh backend: an address per pair (ring_plan) */
 } ring_impl;
 
 /* Who is where, for connecting a group's full mesh. Each pair of ranks has
@@ -31,13 +33,33 @@ typedef struct ring_plan {
    * neighbour on its own addresses and connects to its right neighbour's,
    * so a ring of direct cables works (DISTCOMM_RING_NEIGHBOURS=1). */
   int neighbours;
+  /* The mesh backend (backends/mesh): every pair has links of its own, so a
+   * rank has an address per peer. addrs then holds size * size * naddrs
+   * entries: [(q * size + p) * naddrs + k] is rank q's address on its link
+   * k to rank p. This rank listens on nlisten addresses (listen_fds), and
+   * listener[q * naddrs + k] says on which one rank q's link k arrives. */
+  int per_peer, nlisten;
+  const int *listener;
 } ring_plan;
 
 static inline int ring_lanes(const ring_plan *p) {
   return p->naddrs * p->sockets;
 }
+/* The address of rank q that this rank dials (or is dialed from) on lane. */
 static inline const dc_addr *ring_addr(const ring_plan *p, int q, int lane) {
-  return &p->addrs[q * p->naddrs + lane % p->naddrs];
+  int k = lane % p->naddrs;
+  if (p->per_peer)
+    return &p->addrs[((size_t)q * (size_t)p->size + (size_t)p->rank) *
+                         (size_t)p->naddrs + (size_t)k];
+  return &p->addrs[q * p->naddrs + k];
+}
+/* Which of this rank's listeners rank q's lane must arrive on. */
+static inline int ring_listener(const ring_plan *p, int q, int lane) {
+  int k = lane % p->naddrs;
+  return p->per_peer ? p->listener[q * p->naddrs + k] : k;
+}
+static inline int ring_nlisten(const ring_plan *p) {
+  return p->per_peer ? p->nlisten : p->naddrs;
 }
 
 static inline int ring_neighbours_only(const ring_plan *p) {
@@ -81,8 +103,15 @@ dc_status ring_parse_slots(const char *texts, int count, dc_addr *addrs,
 
 
 
+/* Listen once on each distinct address of mine[0..n) (ports 0); the port
+ * the kernel picks is written into every copy of an address. fds[*nfds]
+ * are the listeners, which[i] the one of mine[i]. On failure nothing is
+ * left open. */
+dc_status ring_listen_each(dc_addr *mine, int n, int *fds, int *nfds,
+                           int *which, char *err, size_t errlen);
+
 /* Create a connected ring group from a plan whose listeners are open.
- * self: this rank's naddrs addresses. On failure nothing is left behind and
+ * self: this rank's naddrs addresses (per_peer: size * naddrs). On failure nothing is left behind and
  * err says why. */
 dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
                      dc_group **out, char *err, size_t errlen);

@@ -65,7 +65,7 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l) {
   if (h->size != (uint32_t)p->size)
     return DC_REFUSE_SIZE;
   if (h->rank >= (uint32_t)p->size || !ring_accepts(p, (int)h->rank) ||
-      h->lane >= lanes || h->lane % (uint32_t)p->naddrs != (uint32_t)l ||
+      h->lane >= lanes || ring_listener(p, (int)h->rank, (int)h->lane) != l ||
       dc_tcp_connected(A->t, (int)h->rank, (int)h->lane))
     return DC_REFUSE_RANK;
   return DC_REFUSE_NONE;
@@ -283,7 +283,7 @@ dc_status ring_accept_all(dc_group *g, dc_tcp *t, const ring_plan *p,
     A.q[i].fd = -1;
   for (int q = 0; q < p->size; q++)
     A.want += ring_accepts(p, q) * ring_lanes(p);
-  int nl = p->naddrs; /* at most LISTEN_MAX: the hostfile's limit */
+  int nl = ring_nlisten(p); /* at most LISTEN_MAX: the hostfile's limit */
   dc_status st = DC_OK;
   while (A.want > 0 && st == DC_OK) {
     double left = deadline - dc_now();

@@ -47,8 +47,10 @@ static dc_status build(const dc_coord *c, double timeout, dc_group **out,
   st = dc_coord_rendezvous(c, mine, n, dc_now() + timeout, &all, &job, err,
                            errlen);
   if (st == DC_OK) {
-    ring_plan p = {c->rank, c->size, n, ring_sockets(), all.addrs, fds,
-                   job, 1, 0, ring_neighbours_env()};
+    ring_plan p = {.rank = c->rank, .size = c->size, .naddrs = n,
+                   .sockets = ring_sockets(), .addrs = all.addrs,
+                   .listen_fds = fds, .job = job, .group = 1,
+                   .neighbours = ring_neighbours_env()};
     st = ring_build(&p, mine, timeout, out, err, errlen);
     dc_hostfile_free(&all);
   }

@@ -2,12 +2,59 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include "backends/ring/ring.h"
 #include "config/env.h"
 #include "transport/shm.h"
 #include "transport/sock.h"
+
+static size_t self_count(const ring_plan *p) {
+  return (size_t)p->naddrs * (p->per_peer ? (size_t)p->size : 1);
+}
+
+/* Addresses equal but for the port (listening writes the port in). */
+static int same_addr(const dc_addr *a, const dc_addr *b) {
+  const struct sockaddr_in *a4 = (const void *)&a->sa, *b4 = (const void *)&b->sa;
+  const struct sockaddr_in6 *a6 = (const void *)&a->sa, *b6 = (const void *)&b->sa;
+  if (a->sa.ss_family != b->sa.ss_family)
+    return 0;
+  if (a->sa.ss_family == AF_INET)
+    return a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+  return memcmp(&a6->sin6_addr, &b6->sin6_addr, sizeof a6->sin6_addr) == 0 &&
+         a6->sin6_scope_id == b6->sin6_scope_id;
+}
+
+dc_status ring_listen_each(dc_addr *mine, int n, int *fds, int *nfds,
+                           int *which, char *err, size_t errlen) {
+  *nfds = 0;
+  for (int i = 0; i < n; i++) {
+    int j = 0;
+    while (j < i && !same_addr(&mine[j], &mine[i]))
+      j++;
+    if (j < i) { /* the port is set below, once its listener has one */
+      which[i] = which[j];
+      continue;
+    }
+    char why[160];
+    dc_status st = dc_sock_listen(&mine[i], &fds[*nfds], why, sizeof why);
+    if (st != DC_OK) {
+      snprintf(err, errlen, "%s", why);
+      while (*nfds > 0)
+        close(fds[--*nfds]);
+      return st;
+    }
+    which[i] = (*nfds)++;
+  }
+  for (int i = 0; i < n; i++) /* every copy gets its listener's port */
+    for (int j = 0; j < i; j++)
+      if (which[j] == which[i]) {
+        mine[i] = mine[j];
+        break;
+      }
+  return DC_OK;
+}
 
 dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
                      dc_group **out, char *err, size_t errlen) {
@@ -20,7 +67,8 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
     R->sockets = p->sockets;
     R->job = p->job;
     R->neighbours = ring_neighbours_only(p);
-    R->self = malloc(sizeof *R->self * (size_t)p->naddrs);
+    R->per_peer = p->per_peer;
+    R->self = malloc(sizeof *R->self * self_count(p));
     dc_mesh_hooks h = g ? dc_group_hooks(g) : (dc_mesh_hooks){0};
     R->tcp = g ? dc_tcp_new(&h, p->rank, p->size, ring_lanes(p)) : NULL;
   }
@@ -32,7 +80,7 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
       free(R);
     return DC_ERR_NOMEM;
   }
-  memcpy(R->self, self, sizeof *R->self * (size_t)p->naddrs);
+  memcpy(R->self, self, sizeof *R->self * self_count(p));
   g->timeout_s = timeout;
   g->op_name = "init";
   ring_plan plan = *p;
@@ -100,8 +148,10 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
   dc_status st = hf->nranks > 1 ? listen_all(hf, rank, fds, err, errlen)
                                 : DC_OK;
   if (st == DC_OK) {
-    ring_plan p = {rank,  hf->nranks, hf->naddrs, ring_sockets(),
-                   hf->addrs, fds, job_id(hf), 1, 0, ring_neighbours_env()};
+    ring_plan p = {.rank = rank, .size = hf->nranks, .naddrs = hf->naddrs,
+                   .sockets = ring_sockets(), .addrs = hf->addrs,
+                   .listen_fds = fds, .job = job_id(hf), .group = 1,
+                   .neighbours = ring_neighbours_env()};
     st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
                     out, err, errlen);
     for (int l = 0; hf->nranks > 1 && l < hf->naddrs; l++)

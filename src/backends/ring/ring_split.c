@@ -40,19 +40,50 @@ static dc_status swap_addrs(dc_group *g, const int *ranks, int n, int me,
   return st;
 }
 
-static dc_status open_listeners(dc_group *g, ring_impl *R, dc_addr *mine,
-                                int *fds) {
-  for (int l = 0; l < R->naddrs; l++) {
-    char why[160];
-    mine[l] = R->self[l];
-    port0(&mine[l]);
-    if (dc_sock_listen(&mine[l], &fds[l], why, sizeof why) != DC_OK) {
-      while (l-- > 0)
-        close(fds[l]);
-      return dc_fail(g, DC_ERR_SYSTEM, "%s", why);
-    }
+/* The subgroup's own listeners, on the addresses this member had in the
+ * parent: one per address, or (the mesh) one per distinct address towards
+ * the members, with which[] saying whose link arrives where. */
+typedef struct split_self {
+  int n;        /* addresses this member publishes */
+  dc_addr *mine;
+  int *fds, nfds, *which;
+} split_self;
+
+static dc_status open_listeners(dc_group *g, ring_impl *R, const int *ranks,
+                                int nr, int me, split_self *S) {
+  char why[160];
+  S->n = R->naddrs * (R->per_peer ? nr : 1);
+  S->mine = calloc((size_t)S->n, sizeof *S->mine);
+  S->fds = calloc((size_t)S->n, sizeof *S->fds);
+  S->which = calloc((size_t)S->n, sizeof *S->which);
+  if (!S->mine || !S->fds || !S->which)
+    return dc_fail(g, DC_ERR_NOMEM, "no memory");
+  for (int i = 0; i < S->n; i++) {
+    int j = i / R->naddrs, k = i % R->naddrs;
+    /* towards myself: any of my addresses (never dialed) */
+    int peer = R->per_peer ? ranks[j == me ? (me + 1) % nr : j] : 0;
+    S->mine[i] = R->self[R->per_peer ? peer * R->naddrs + k : i];
+    port0(&S->mine[i]);
   }
+  if (R->per_peer) {
+    if (ring_listen_each(S->mine, S->n, S->fds, &S->nfds, S->which, why,
+                         sizeof why) != DC_OK)
+      return dc_fail(g, DC_ERR_SYSTEM, "%s", why);
+    return DC_OK;
+  }
+  for (; S->nfds < S->n; S->nfds++)
+    if (dc_sock_listen(&S->mine[S->nfds], &S->fds[S->nfds], why,
+                       sizeof why) != DC_OK)
+      return dc_fail(g, DC_ERR_SYSTEM, "%s", why);
   return DC_OK;
+}
+
+static void close_listeners(split_self *S) {
+  for (int i = 0; S->fds && i < S->nfds; i++)
+    close(S->fds[i]);
+  free(S->mine);
+  free(S->fds);
+  free(S->which);
 }
 
 /* Slots come from peers: each must hold a NUL-terminated address. */
@@ -80,23 +111,26 @@ static dc_status parse_all(dc_group *g, const char *texts, int count,
 }
 
 static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
-                                 int n, int me, uint64_t id, dc_addr *mine,
-                                 int *fds, dc_group **out) {
-  size_t block = (size_t)R->naddrs * RING_ADDR_SLOT;
+                                 int n, int me, uint64_t id, split_self *S,
+                                 dc_group **out) {
+  size_t block = (size_t)S->n * RING_ADDR_SLOT;
   char *texts = calloc((size_t)n, block);
-  dc_addr *addrs = calloc((size_t)n * (size_t)R->naddrs, sizeof *addrs);
+  dc_addr *addrs = calloc((size_t)n * (size_t)S->n, sizeof *addrs);
   dc_status st = texts && addrs ? DC_OK : dc_fail(g, DC_ERR_NOMEM, "no memory");
-  for (int l = 0; st == DC_OK && l < R->naddrs; l++)
+  for (int l = 0; st == DC_OK && l < S->n; l++)
     snprintf(texts + (size_t)me * block + (size_t)l * RING_ADDR_SLOT, RING_ADDR_SLOT,
-             "%s", mine[l].text);
+             "%s", S->mine[l].text);
   if (st == DC_OK)
     st = swap_addrs(g, ranks, n, me, texts, block);
   if (st == DC_OK)
-    st = parse_all(g, texts, n * R->naddrs, addrs);
+    st = parse_all(g, texts, n * S->n, addrs);
   if (st == DC_OK) {
-    ring_plan p = {me, n, R->naddrs, R->sockets, addrs, fds, R->job, id, 0, 0};
+    ring_plan p = {.rank = me, .size = n, .naddrs = R->naddrs,
+                   .sockets = R->sockets, .addrs = addrs, .listen_fds = S->fds,
+                   .job = R->job, .group = id, .per_peer = R->per_peer,
+                   .nlisten = S->nfds, .listener = S->which};
     char err[400];
-    st = ring_build(&p, mine, g->timeout_s, out, err, sizeof err);
+    st = ring_build(&p, S->mine, g->timeout_s, out, err, sizeof err);
     if (st != DC_OK)
       dc_fail(g, st, "%s", err);
   }
@@ -111,18 +145,12 @@ dc_status ring_split(dc_group *g, const int *ranks, int n, int me,
   if (R->neighbours)
     return dc_fail(g, DC_ERR_NOT_SUPPORTED,
                    "split is not supported when only ring neighbours are "
-                   "connected (DISTCOMM_RING_NEIGHBOURS=1): a subgroup's "
-                   "members may have no link between them");
-  dc_addr *mine = calloc((size_t)R->naddrs, sizeof *mine);
-  int *fds = calloc((size_t)R->naddrs, sizeof *fds);
-  dc_status st = mine && fds ? open_listeners(g, R, mine, fds)
-                             : dc_fail(g, DC_ERR_NOMEM, "no memory");
-  if (st == DC_OK) {
-    st = connect_members(g, R, ranks, n, me, id, mine, fds, out);
-    for (int l = 0; l < R->naddrs; l++)
-      close(fds[l]);
-  }
-  free(mine);
-  free(fds);
+                   "connected (DISTCOMM_RING_NEIGHBOURS=1 or jaccl-ring): a "
+                   "subgroup's members may have no link between them");
+  split_self S = {0};
+  dc_status st = open_listeners(g, R, ranks, n, me, &S);
+  if (st == DC_OK)
+    st = connect_members(g, R, ranks, n, me, id, &S, out);
+  close_listeners(&S);
   return st;
 }
