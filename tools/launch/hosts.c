@@ -44,7 +44,8 @@ static char *resolve(const char *ssh)
     return strdup(text);
 }
 
-static int add_rank(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ips)
+static int add_rank(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ips,
+                    const char *rdma)
 {
     struct dcl_host *grown = realloc(p->ranks, (size_t)(p->nranks + 1) * sizeof *grown);
     if (grown == NULL)
@@ -55,7 +56,8 @@ static int add_rank(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ip
     h->local = is_local_name(ssh);
     h->ips = calloc(n_ips ? n_ips : 1, sizeof *h->ips);
     h->n_ips = n_ips;
-    if (h->ssh == NULL || h->ips == NULL)
+    h->rdma = rdma ? strdup(rdma) : NULL;
+    if (h->ssh == NULL || h->ips == NULL || (rdma && h->rdma == NULL))
         return -1;
     for (size_t i = 0; i < n_ips; i++)
         if ((h->ips[i] = strdup(ips[i])) == NULL)
@@ -64,7 +66,8 @@ static int add_rank(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ip
 }
 
 /* One host entry, repeated -n times; no "ips": the ssh name's address. */
-static int add_host(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ips, long rep)
+static int add_host(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ips, long rep,
+                    const char *rdma)
 {
     char *own = NULL;
     if (n_ips == 0 && p->resolve) {
@@ -75,7 +78,7 @@ static int add_host(struct dcl_plan *p, const char *ssh, char **ips, size_t n_ip
     }
     int rc = 0;
     for (long k = 0; k < rep && rc == 0; k++)
-        if (p->nranks >= DCL_MAX_RANKS || add_rank(p, ssh, ips, n_ips) != 0) {
+        if (p->nranks >= DCL_MAX_RANKS || add_rank(p, ssh, ips, n_ips, rdma) != 0) {
             dcl_error(p->nranks >= DCL_MAX_RANKS ? "too many ranks (at most %d)"
                                                  : "out of memory (%d)", DCL_MAX_RANKS);
             rc = -1;
@@ -104,7 +107,7 @@ static int from_list(const char *list, long rep, struct dcl_plan *p)
     }
     for (char *t = rc ? NULL : strtok_r(copy, ",", &save); t != NULL && rc == 0;
          t = strtok_r(NULL, ",", &save))
-        rc = option_like(t) ? -1 : add_host(p, t, NULL, 0, rep);
+        rc = option_like(t) ? -1 : add_host(p, t, NULL, 0, rep, NULL);
     free(copy);
     return rc;
 }
@@ -150,6 +153,23 @@ static int check_ips(const char *path, const char *what, char **ips, size_t n)
     return 0;
 }
 
+/* MLX's mesh hostfile: "rdma" is the host's row of the device matrix (a
+ * list: null, a name, or a list of names per host); kept as JSON text. */
+static int rdma_row(const char *path, size_t i, const cJSON *host, char **out)
+{
+    const cJSON *row = cJSON_GetObjectItemCaseSensitive(host, "rdma");
+    *out = NULL;
+    if (row == NULL || cJSON_IsNull(row))
+        return 0;
+    if (!cJSON_IsArray(row)) {
+        dcl_error("--hostfile %s: \"rdma\" of host %zu must be a list (one entry per host)",
+                  path, i);
+        return -1;
+    }
+    *out = cJSON_PrintUnformatted(row);
+    return *out != NULL ? 0 : -1;
+}
+
 static int from_hosts(const char *path, const cJSON *hosts, long rep,
                       struct dcl_plan *p)
 {
@@ -180,7 +200,10 @@ static int from_hosts(const char *path, const cJSON *hosts, long rep,
         int rc = strings(path, what, cJSON_GetObjectItemCaseSensitive(host, "ips"),
                          &ips, &n_ips);
         rc = rc == 0 ? check_ips(path, what, ips, n_ips) : -1;
-        rc = rc == 0 ? add_host(p, ssh->valuestring, ips, n_ips, rep) : -1;
+        char *rdma = NULL;
+        rc = rc == 0 ? rdma_row(path, i - 1, host, &rdma) : -1;
+        rc = rc == 0 ? add_host(p, ssh->valuestring, ips, n_ips, rep, rdma) : -1;
+        free(rdma);
         free(ips);
         if (rc != 0)
             return -1;
@@ -268,9 +291,93 @@ int dcl_plan_build(const struct dcl_options *o, struct dcl_plan *p)
     return 0;
 }
 
+static bool env_in(const char *const *envs, size_t n, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envs[i], name, len) == 0 && envs[i][len] == '=')
+            return true;
+    return false;
+}
+
+/* [[null,"lo",...],...]: every pair of local ranks over the loopback. */
+static char *loopback_matrix(long n)
+{
+    size_t cap = (size_t)n * (size_t)n * 6 + (size_t)n * 3 + 32, used = 0;
+    char *m = malloc(cap);
+    if (m == NULL)
+        return NULL;
+    used += (size_t)snprintf(m, cap, "MLX_IBV_DEVICES=[");
+    for (long r = 0; r < n; r++)
+        for (long q = 0; q < n; q++)
+            used += (size_t)snprintf(m + used, cap - used, "%s%s%s%s", q ? "" : "[",
+                                     q == r ? "null" : "\"lo\"", q + 1 < n ? "," : "]",
+                                     q + 1 < n || r + 1 == n ? "" : ",");
+    snprintf(m + used, cap - used, "]");
+    return m;
+}
+
+/* The hosts' "rdma" rows, in host order, as one matrix. */
+static char *rdma_matrix(const struct dcl_options *o, const struct dcl_plan *p)
+{
+    size_t cap = 32;
+    for (long r = 0; r < p->nranks; r++) {
+        const struct dcl_host *h = &p->ranks[r];
+        if (h->rdma == NULL) {
+            dcl_error("--backend %s: host %ld (%s) has no \"rdma\" row: write the hostfile "
+                      "with distcomm-config --backend mesh, or give --env MLX_IBV_DEVICES=FILE",
+                      o->backend, r, h->ssh);
+            return NULL;
+        }
+        cJSON *row = cJSON_Parse(h->rdma);
+        int len = row ? cJSON_GetArraySize(row) : -1;
+        cJSON_Delete(row);
+        if (len != p->nranks) {
+            dcl_error("--backend %s: the \"rdma\" row of host %ld (%s) has %d entries for %ld "
+                      "ranks (the mesh runs one rank per host)", o->backend, r, h->ssh, len,
+                      p->nranks);
+            return NULL;
+        }
+        cap += strlen(h->rdma) + 1;
+    }
+    char *m = malloc(cap + sizeof "MLX_IBV_DEVICES=");
+    if (m == NULL)
+        return NULL;
+    size_t used = (size_t)sprintf(m, "MLX_IBV_DEVICES=[");
+    for (long r = 0; r < p->nranks; r++)
+        used += (size_t)sprintf(m + used, "%s%s", r ? "," : "", p->ranks[r].rdma);
+    strcpy(m + used, "]");
+    return m;
+}
+
+int dcl_plan_mesh(const struct dcl_options *o, struct dcl_plan *p)
+{
+    if (strcmp(o->backend, "jaccl-ring") == 0) {
+        if ((p->mesh_envs[p->n_mesh_envs] = strdup("MLX_JACCL_RING=1")) == NULL)
+            return -1;
+        p->n_mesh_envs++;
+    }
+    if (env_in(o->envs, o->n_envs, "MLX_IBV_DEVICES") ||
+        env_in((const char *const *)p->envs, p->n_envs, "MLX_IBV_DEVICES"))
+        return 0; /* the user's own matrix */
+    bool rows = false;
+    for (long r = 0; r < p->nranks; r++)
+        rows = rows || p->ranks[r].rdma != NULL;
+    char *m = p->nranks == 0 ? loopback_matrix(o->nranks)
+              : !rows && p->all_local ? loopback_matrix(p->nranks)
+                                      : rdma_matrix(o, p);
+    if (m == NULL)
+        return -1;
+    p->mesh_envs[p->n_mesh_envs++] = m;
+    return 0;
+}
+
 void dcl_plan_free(struct dcl_plan *p)
 {
+    for (size_t i = 0; i < p->n_mesh_envs; i++)
+        free(p->mesh_envs[i]);
     for (long r = 0; r < p->nranks; r++) {
+        free(p->ranks[r].rdma);
         for (size_t i = 0; i < p->ranks[r].n_ips; i++)
             free(p->ranks[r].ips[i]);
         free(p->ranks[r].ips);

@@ -135,19 +135,23 @@ static int prepare(const struct dcl_options *o, struct dcl_ports *ports,
 
 static int launch_here(const struct dcl_options *o);
 
-/* The hostfile's "envs" first, then --env: the user's own word wins. */
+/* The mesh's device matrix, then the hostfile's "envs", then --env: the
+ * user's own word wins. */
 static int merge_envs(struct dcl_options *o, const struct dcl_plan *p)
 {
-    const char **envs = calloc(p->n_envs + o->n_envs + 1, sizeof *envs);
+    size_t m = p->n_mesh_envs, n = m + p->n_envs;
+    const char **envs = calloc(n + o->n_envs + 1, sizeof *envs);
     if (envs == NULL)
         return -1;
+    for (size_t i = 0; i < m; i++)
+        envs[i] = p->mesh_envs[i];
     if (p->n_envs > 0)
-        memcpy(envs, p->envs, p->n_envs * sizeof *envs);
+        memcpy(envs + m, p->envs, p->n_envs * sizeof *envs);
     if (o->n_envs > 0)
-        memcpy(envs + p->n_envs, o->envs, o->n_envs * sizeof *envs);
+        memcpy(envs + n, o->envs, o->n_envs * sizeof *envs);
     free(o->envs);
     o->envs = envs;
-    o->n_envs += p->n_envs;
+    o->n_envs += n;
     return 0;
 }
 
@@ -161,7 +165,9 @@ static int launch_hosts(struct dcl_options *o)
         return 2;
     }
     int rc = 0;
-    if (!o->backend_set && plan.backend != NULL && strcmp(plan.backend, "ring") != 0) {
+    if (!o->backend_set && plan.backend != NULL && dcl_backend_is_mesh(plan.backend)) {
+        o->backend = strcmp(plan.backend, "jaccl-ring") == 0 ? "jaccl-ring" : "mesh";
+    } else if (!o->backend_set && plan.backend != NULL && strcmp(plan.backend, "ring") != 0) {
         if (strcmp(plan.backend, "mpi") != 0) {
             const char *missing = dcl_backend_missing(plan.backend);
             dcl_error("--hostfile %s: backend \"%s\": %s; give --backend ring or mpi", o->hostfile,
@@ -170,6 +176,8 @@ static int launch_hosts(struct dcl_options *o)
         }
         o->backend = "mpi";
     }
+    if (rc == 0 && dcl_backend_is_mesh(o->backend) && dcl_plan_mesh(o, &plan) != 0)
+        rc = 2;
     if (rc == 0 && merge_envs(o, &plan) != 0) {
         dcl_error("out of memory");
         rc = 1;
@@ -195,7 +203,13 @@ static int launch(struct dcl_options *o)
     bool hosts = o->hosts != NULL || o->hostfile != NULL;
     if (hosts && strcmp(o->backend, "mpi") != 0) /* --backend mpi: mpirun's hosts */
         return launch_hosts(o);
-    return launch_here(o);
+    if (!dcl_backend_is_mesh(o->backend))
+        return launch_here(o);
+    struct dcl_plan none = {0}; /* -n N here: the mesh over the loopback */
+    int rc = dcl_plan_mesh(o, &none) != 0 ? 2 : merge_envs(o, &none) != 0 ? 1 : 0;
+    rc = rc ? rc : launch_here(o);
+    dcl_plan_free(&none);
+    return rc;
 }
 
 static int launch_here(const struct dcl_options *o)

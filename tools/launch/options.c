@@ -68,9 +68,11 @@ static void print_usage(FILE *f)
         "                            [...]}; a host's \"ips\" are its ranks' addresses, \"envs\"\n"
         "                            are set in every rank, \"backend\" is used unless\n"
         "                            --backend is given\n"
-        "  --backend NAME            ring (default) or mpi (runs mpirun); MLX's nccl,\n"
-        "                            jaccl and jaccl-ring are refused, naming what is\n"
-        "                            missing\n"
+        "  --backend NAME            ring (default), mpi (runs mpirun), or mesh (MLX's\n"
+        "                            jaccl: every pair over its own link, the hostfile's\n"
+        "                            \"rdma\" rows as MLX_IBV_DEVICES; without --hosts or\n"
+        "                            --hostfile, over the loopback) or jaccl-ring (ring\n"
+        "                            neighbours only); MLX's nccl is refused\n"
         "  --env K=V                 set K=V in every rank (repeatable)\n"
         "  -p, --starting-port P     rank r's i-th address gets port P+r*K+i (default:\n"
         "                            free ports: here by binding them, on remote hosts\n"
@@ -136,14 +138,18 @@ const char *dcl_backend_missing(const char *name)
 {
     if (strcmp(name, "nccl") == 0)
         return "distcomm has no NCCL backend (it needs libnccl and CUDA GPUs)";
-    if (strcmp(name, "jaccl") == 0 || strcmp(name, "jaccl-ring") == 0 || strcmp(name, "mesh") == 0)
-        return "distcomm has no JACCL backend (it needs RDMA over Thunderbolt, macOS)";
     return NULL;
+}
+
+bool dcl_backend_is_mesh(const char *name)
+{
+    return strcmp(name, "jaccl") == 0 || strcmp(name, "jaccl-ring") == 0 ||
+           strcmp(name, "mesh") == 0;
 }
 
 static enum dcl_parse_result set_backend(struct dcl_options *o, const char *v)
 {
-    if (strcmp(v, "ring") == 0 || strcmp(v, "mpi") == 0) {
+    if (strcmp(v, "ring") == 0 || strcmp(v, "mpi") == 0 || dcl_backend_is_mesh(v)) {
         o->backend = v;
         o->backend_set = true;
         return DCL_PARSE_RUN;
@@ -153,7 +159,7 @@ static enum dcl_parse_result set_backend(struct dcl_options *o, const char *v)
         dcl_error("--backend %s: %s; use --backend ring or mpi", v, missing);
         return DCL_PARSE_BAD;
     }
-    return bad("unknown backend '%s' (expected ring, mpi, nccl, jaccl or jaccl-ring)", v);
+    return bad("unknown backend '%s' (expected ring, mpi, mesh, jaccl or jaccl-ring)", v);
 }
 
 static enum dcl_parse_result add_env(struct dcl_options *o, const char *v)

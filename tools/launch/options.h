@@ -9,7 +9,7 @@
 
 struct dcl_options {
     long nranks;          /* -n / --repeat-hosts */
-    const char *backend;  /* "ring" (our ranks) or "mpi" (mpirun) */
+    const char *backend;  /* "ring" or a mesh name (our ranks), or "mpi" (mpirun) */
     bool backend_set;     /* --backend given (else a hostfile's "backend" counts) */
     bool no_verify;       /* --no-verify-script */
     const char **envs;    /* "K=V" strings from --env, pointing into argv */
@@ -37,9 +37,12 @@ enum dcl_parse_result {
     DCL_PARSE_PRINT_PYTHON, /* --print-python: print o->python's path, exit */
 };
 
-/* For a backend of MLX's that distcomm cannot run (nccl, jaccl, jaccl-ring,
- * mesh): what is missing, as a phrase; NULL for any other name. */
+/* For a backend of MLX's that distcomm cannot run (nccl): what is missing,
+ * as a phrase; NULL for any other name. */
 const char *dcl_backend_missing(const char *name);
+
+/* mesh, jaccl or jaccl-ring: our ranks over the mesh backend. */
+bool dcl_backend_is_mesh(const char *name);
 
 enum dcl_parse_result dcl_parse_options(int argc, char **argv, struct dcl_options *o);
 void dcl_options_free(struct dcl_options *o);

@@ -112,6 +112,32 @@ static void mesh_free(mesh_setup *m) {
   dc_devices_free(&m->d);
 }
 
+/* Under distcomm-launch (MLX_RANK + MLX_HOSTFILE, no coordinator variable)
+ * rank 0's first hostfile address, which the launcher keeps free for it,
+ * serves as the coordinator. */
+static dc_status coord_from_hostfile(mesh_setup *m, char *err, size_t errlen) {
+  const char *path = dc_env_str(DC_ENV_HOSTFILE), *rs = dc_env_str(DC_ENV_RANK);
+  if (!path || !*path || !rs || !*rs) {
+    snprintf(err, errlen, "MLX_IBV_DEVICES is set but no coordinator is: set "
+             "MLX_JACCL_COORDINATOR to the ip:port where rank 0 listens");
+    return DC_ERR_CONFIG;
+  }
+  long rank;
+  dc_hostfile hf;
+  dc_status st = dc_env_parse_int("MLX_RANK", rs, &rank, err, errlen);
+  if (st == DC_OK && (st = dc_hostfile_load(path, &hf, err, errlen)) == DC_OK) {
+    if (hf.nranks != m->d.n || rank >= hf.nranks) {
+      snprintf(err, errlen, "MLX_HOSTFILE lists %d ranks, MLX_IBV_DEVICES has "
+               "%d rows, MLX_RANK=%ld: they disagree", hf.nranks, m->d.n, rank);
+      st = DC_ERR_CONFIG;
+    }
+    m->c = (dc_coord){.addr = hf.addrs[0], .from = "MLX_HOSTFILE's rank 0",
+                      .rank = (int)rank, .size = hf.nranks};
+    dc_hostfile_free(&hf);
+  }
+  return st == DC_ERR_UNAVAILABLE ? DC_ERR_CONFIG : st;
+}
+
 /* Rank, size and coordinator from the environment; the matrix gives the
  * size when no size variable does. */
 static dc_status configure(mesh_setup *m, const char *devices, char *err,
@@ -120,12 +146,7 @@ static dc_status configure(mesh_setup *m, const char *devices, char *err,
   if (st != DC_OK)
     return st == DC_ERR_UNAVAILABLE ? DC_ERR_CONFIG : st;
   st = dc_coord_from_env_sized(&m->c, m->d.n, "MLX_IBV_DEVICES", err, errlen);
-  if (st == DC_ERR_UNAVAILABLE)
-    snprintf(err, errlen, "MLX_IBV_DEVICES is set but no coordinator is: set "
-             "MLX_JACCL_COORDINATOR to the ip:port where rank 0 listens");
-  if (st == DC_ERR_UNAVAILABLE)
-    return DC_ERR_CONFIG;
-  return st;
+  return st == DC_ERR_UNAVAILABLE ? coord_from_hostfile(m, err, errlen) : st;
 }
 
 static dc_status mesh_init(int ring, dc_group **out) {
