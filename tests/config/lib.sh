@@ -100,3 +100,35 @@ check_hello() { # N
             fail "rank $r did not print the all_sum of $n ranks: $(cat "$HOSTS_DIR/job.out")"
     done
 }
+
+# Bytes sent so far on host I's link to host J (interface dIJ).
+link_tx() { hosts_exec "$1" cat "/sys/class/net/d$1$2/statistics/tx_bytes"; }
+
+# The mesh backend on a full mesh of N hosts, launched as MLX's users do
+# (distcomm-launch --backend jaccl --hostfile FILE): the conformance suite
+# passes, and each host sent at least 1 MiB to each peer over their own
+# link (an all_sum of 4 MiB in it goes round the ring, pair by pair).
+check_mesh_job() { # HOSTFILE N
+    local hf=$1 n=$2 i j out=$HOSTS_DIR/mesh.out
+    declare -A tx0
+    for ((i = 1; i <= n; i++)); do
+        for ((j = 1; j <= n; j++)); do
+            [ "$i" = "$j" ] || tx0[$i$j]=$(link_tx "$i" "$j")
+        done
+    done
+    echo "real run: distcomm-launch --backend jaccl --hostfile $hf -- mp_conformance --size $n --quick"
+    hosts_exec 1 timeout 300 "$BUILD/bin/distcomm-launch" --backend jaccl --hostfile "$hf" \
+        --env MLX_RING_VERBOSE=1 -- "$BUILD/tests/mp/mp_conformance" --size "$n" --quick \
+        >"$out" 2>&1 || fail "the mesh job failed: $(tail -20 "$out")"
+    [ "$(grep -c "checks passed, 0 failed" "$out")" -eq "$n" ] ||
+        fail "the mesh job did not pass on $n ranks: $(tail -20 "$out")"
+    [ "$(grep -c "mesh ready" "$out")" -eq "$n" ] || fail "not the mesh backend: $(grep ready "$out")"
+    for ((i = 1; i <= n; i++)); do
+        for ((j = 1; j <= n; j++)); do
+            [ "$i" = "$j" ] && continue
+            local sent=$(($(link_tx "$i" "$j") - tx0[$i$j]))
+            echo "link d$i$j: $sent bytes sent"
+            [ "$sent" -ge 1048576 ] || fail "host $i sent only $sent bytes to host $j over d$i$j"
+        done
+    done
+}

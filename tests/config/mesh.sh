@@ -1,7 +1,8 @@
 # A full mesh of 3 direct links: --backend mesh writes MLX's mesh (JACCL)
 # hostfile, the interface towards each peer in "rdma", the management
-# address in "ips"; the links get addresses; a real job runs with it (the
-# ring backend over the "ips", as distcomm has no mesh backend yet).
+# address in "ips"; the links get addresses; real jobs run with it: the ring
+# over the "ips", and the mesh backend (distcomm-launch --backend jaccl),
+# whose traffic goes over each pair's own link.
 source "$(dirname "$0")/lib.sh" "$@"
 hosts_up 3
 hosts_link 1 2
@@ -29,4 +30,5 @@ run_job "$hf" "$BUILD/examples/hello"
 check_hello 3
 run_job "$HOSTS_DIR/ring.json" "$BUILD/examples/hello"
 check_hello 3
+check_mesh_job "$hf" 3
 echo "PASS: mesh of 3"
