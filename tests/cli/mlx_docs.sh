@@ -68,6 +68,13 @@ PY
     cp "$W/test.py" "$W/py/mlx_lm/__main__.py"
     : > "$W/py/mlx_lm/__init__.py"
     printf '[{"ssh": "127.0.0.2"}, {"ssh": "127.0.0.3"}]\n' > "$W/hosts.json"
+    # MLX's mesh hostfile for 4 stand-in hosts, every pair over the loopback.
+    /usr/bin/python3 -c '
+import json
+n = 4
+print(json.dumps([{"ssh": "127.0.0.%d" % (i + 2), "ips": ["127.0.0.%d" % (i + 2)],
+                   "rdma": [None if j == i else "rdma_lo" for j in range(n)]} for i in range(n)]))
+' > "$W/m3-ultra-jaccl.json"
     export PATH=$W/bin:$PATH PYTHONPATH=$W/py:$B/python DISTCOMM_SSH=$W/bin/fake-ssh \
         DISTCOMM_MPIRUN=$W/bin/fake-mpirun FAKE_OUT=$W/mpirun.out
     mlx.launch() { timeout -k 5 60 "$L" "$@"; }

@@ -59,8 +59,6 @@ unavailable() { # $1: text expected in the one line; the rest: arguments
     return 0
 }
 unavailable "--backend nccl: distcomm has no NCCL backend (it needs libnccl and CUDA GPUs)" --backend nccl -- echo ran
-unavailable "no JACCL backend (it needs RDMA" --backend jaccl -- echo ran
-unavailable "no JACCL backend" --backend jaccl-ring --nccl-port 5 -n 2 -- echo ran
 bad_usage "'abc'" --nccl-port abc -- echo ran
 bad_usage "unknown backend" --backend carrier-pigeon -- echo ran
 bad_usage "takes no value" --verbose=1 -- echo ran

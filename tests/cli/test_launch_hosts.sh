@@ -21,6 +21,15 @@ printf '[{"ssh": "10.0.0.1", "ips": [1]}]' > "$T/h1.json"
 bad '"ips" of host 0 must be a list of strings' --hostfile "$T/h1.json"
 printf '[{"ssh": "10.0.0.1",' > "$T/h2.json"
 bad "not MLX's JSON hostfile" --hostfile "$T/h2.json"
+# --backend jaccl (the mesh) needs each host's "rdma" row, one per host
+bad 'host 0 (10.0.0.1) has no "rdma" row: write the hostfile with distcomm-config --backend mesh' \
+    --backend jaccl --hosts 10.0.0.1,10.0.0.2
+printf '[{"ssh": "10.0.0.1", "rdma": [null, "en1"]}, {"ssh": "10.0.0.2", "rdma": [null]}]' > "$T/h5.json"
+bad 'the "rdma" row of host 1 (10.0.0.2) has 1 entries for 2 ranks' --backend mesh --hostfile "$T/h5.json"
+printf '[{"ssh": "10.0.0.1", "rdma": "en1"}]' > "$T/h6.json"
+bad '"rdma" of host 0 must be a list' --backend jaccl-ring --hostfile "$T/h6.json"
+printf '{"backend": "jaccl", "hosts": [{"ssh": "10.0.0.1", "rdma": [null, "en1"]}]}' > "$T/h7.json"
+bad 'has 2 entries for 1 ranks' --hostfile "$T/h7.json"
 printf '[{"ips": ["10.0.0.1"]}]' > "$T/h3.json"
 bad 'host 0 has no "ssh" name' --hostfile "$T/h3.json"
 printf '{"backend": "nccl", "hosts": [{"ssh": "10.0.0.1"}]}' > "$T/h4.json"
