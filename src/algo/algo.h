@@ -50,6 +50,9 @@ struct dc_comm {
   /* Only the ring neighbours (rank +-1) are connected, as on a ring of
    * direct cables: every algorithm must stay on the ring. */
   int neighbours_only;
+  /* Every pair has links of its own (the mesh backend over TCP): large
+   * all_reduces go straight to each block's owner (algo/mesh.c). */
+  int full_mesh;
   /* Run a batch to completion. */
   dc_status (*run)(dc_comm *c, dc_xfer *x, int n);
   /* Single copy, offered when every rank is on this host (the same on
@@ -104,6 +107,9 @@ dc_status dc_pull_all_reduce(dc_comm *c, const void *send, void *recv);
 dc_status dc_pull_all_gather(dc_comm *c, const void *send, void *recv);
 dc_status dc_pull_reduce_scatter(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_all_reduce(dc_comm *c, const void *send, void *recv);
+/* Bandwidth-optimal on a full mesh of links: reduce-scatter and all-gather
+ * with each block straight to or from its owner, sums in rank order. */
+dc_status dc_mesh_all_reduce(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_all_gather(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_reduce_scatter(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_barrier(dc_comm *c);

@@ -212,6 +212,11 @@ const char *dc_hello_reason_text(uint32_t reason) {
   case DC_REFUSE_NO_TOKEN:
     return "the connecting rank has a DISTCOMM_JOB_TOKEN, the accepting rank "
            "has none (start every rank through distcomm-launch, or none)";
+  case DC_REFUSE_SOURCE:
+    return "the job has no token and the connection came from an address "
+           "that is not the claimed rank's (if a rank connects from another "
+           "interface, give every rank DISTCOMM_JOB_TOKEN or "
+           "DISTCOMM_JOB_TOKEN_FILE)";
   }
   return "refused";
 }

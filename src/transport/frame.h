@@ -104,6 +104,7 @@ enum dc_hello_reason {
   DC_REFUSE_RANK,
   DC_REFUSE_AUTH,     /* this rank has a token, the peer offered none */
   DC_REFUSE_NO_TOKEN, /* the peer has a token, this rank has none */
+  DC_REFUSE_SOURCE,   /* no token, and the peer's address is not the rank's */
 };
 
 void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]);

@@ -5,7 +5,9 @@
 # of the hostfile) keeps them apart. B's rank 1 is refused with an error
 # naming the other job, A's rank 0 logs the refusal, and job A completes.
 # A stranger that connects to A's rank 0 and stays silent is dropped after
-# 5 s (logged), and A still completes.
+# 5 s (logged), and A still completes. An impostor reads a refusal (which
+# reveals nothing: zeros but the reason) and claims rank 1 with what it
+# learned before the real rank 1 comes: refused too.
 set -u
 probe=$1 stranger=$2
 . "$(dirname "$0")/../mp/mp_lib.sh"
@@ -42,6 +44,14 @@ if [ -n "$from" ] && contains "$(cat "$mp_tmp/a0")" \
   ok "a silent stranger was dropped: $(tail -1 <<<"$out")"
 else
   fail "silent stranger: $out / $(cat "$mp_tmp/a0")"
+fi
+
+out=$(timeout -k 2 40 "$stranger" impostor "127.0.0.1:$base" 0 2 2>&1)
+if [ $? -eq 0 ] && contains "$out" "reveals job 0 group 0 rank 0 size 0 host 0 flags 0 nonce zero (reason 2)" \
+  "impostor: refused (reason 2"; then
+  ok "an impostor learned nothing from a refusal and was refused: $(grep reveals <<<"$out")"
+else
+  fail "impostor: $out"
 fi
 
 out=$(MLX_HOSTFILE=$mp_tmp/a.json MLX_RANK=1 timeout -k 2 30 "$probe" init 2>&1)

@@ -17,6 +17,11 @@
  *                  job has no token), then, once let in, an abort frame
  *                  whose text holds terminal escape sequences: the rank
  *                  must report it with the escapes made harmless
+ *     impostor     a hello from another job (JOB + 1) to read the refusal,
+ *                  which must reveal nothing; then, on a new connection, a
+ *                  hello as rank 1 lane 0 with what the refusal revealed
+ *                  (or JOB and SIZE: a stranger who knows the job id, e.g.
+ *                  from the hostfile's hash); it must be refused too
  *     closed       expect the port closed (connection refused at once)
  *   JOB is DISTCOMM_JOB_ID (hex), SIZE the world size.
  *
@@ -192,6 +197,40 @@ static int verdict(const char *mode, int fd) {
   return closed ? 0 : 1;
 }
 
+/* impostor: read the first refusal, then claim rank 1 with what it said. */
+static int impostor(const struct sockaddr_in *a, int fd, uint64_t job,
+                    uint32_t size) {
+  unsigned char b[DC_HELLO_BYTES], got[512];
+  size_t n = 0;
+  dc_hello h = hello(job + 1, size, 0), r = {0};
+  dc_hello_encode(&h, b);
+  send_all(fd, b, sizeof b);
+  until_closed(fd, 10, got, &n, sizeof got);
+  close(fd);
+  if (n < DC_HELLO_BYTES || dc_hello_decode(got, &r) != DC_OK ||
+      r.kind != DC_HELLO_REFUSED) {
+    printf("stranger impostor: no refusal to read (%zu bytes)\n", n);
+    return 1;
+  }
+  int zero = 1;
+  for (int i = 0; i < DC_NONCE_BYTES; i++)
+    zero = zero && r.nonce[i] == 0;
+  printf("stranger impostor: the refusal reveals job %llx group %llx rank %u "
+         "size %u host %llx flags %u nonce %s (reason %u)\n",
+         (unsigned long long)r.job, (unsigned long long)r.group,
+         (unsigned)r.rank, (unsigned)r.size, (unsigned long long)r.host,
+         (unsigned)r.flags, zero ? "zero" : "set", (unsigned)r.reason);
+  if ((fd = dial(a, 0)) < 0)
+    return 2;
+  say_from("impostor", fd);
+  h = hello(r.job ? r.job : job, r.size ? r.size : size, 0);
+  dc_hello_encode(&h, b);
+  send_all(fd, b, sizeof b);
+  int rc = verdict("impostor", fd);
+  close(fd);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   struct sockaddr_in a;
   if (argc < 3 || parse_addr(argv[2], &a) != 0) {
@@ -220,6 +259,8 @@ int main(int argc, char **argv) {
     close(fd);
     return 0;
   }
+  if (strcmp(mode, "impostor") == 0)
+    return impostor(&a, fd, job, size);
   speak(mode, fd, job, size);
   if (strcmp(mode, "wrong-token") == 0)
     bluff(fd);

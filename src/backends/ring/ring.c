@@ -22,6 +22,7 @@ static void begin(dc_group *g, dc_comm *c, uint8_t opcode, size_t count,
   dc_tcp_begin(R->tcp, c, opcode, count, dtype, op, aux, (uint32_t)g->seq);
   c->lanes = R->naddrs;
   c->neighbours_only = R->neighbours;
+  c->full_mesh = R->per_peer && !R->neighbours;
 }
 
 /* Algorithms return DC_ERR_NOMEM without a detail; everything else has one. */

@@ -103,6 +103,14 @@ dc_status ring_parse_slots(const char *texts, int count, dc_addr *addrs,
 
 
 
+/* Without a job token, whether the connection fd may claim rank q: it
+ * comes from one of q's addresses in the plan, from this host, or, with
+ * ring neighbours only (a ring of cables, where the dialer's source is its
+ * end of our link, not an address it listens on), from the subnet of our
+ * end of that link. A stranger elsewhere cannot take a rank's place by guessing the job
+ * id. With a token the proofs decide, so this is not asked. */
+int ring_source_ok(const ring_plan *p, int q, int fd);
+
 /* Listen once on each distinct address of mine[0..n) (ports 0); the port
  * the kernel picks is written into every copy of an address. fds[*nfds]
  * are the listeners, which[i] the one of mine[i]. On failure nothing is

@@ -53,7 +53,7 @@ static int refuse(acceptor *A, pending *pd, const char *why) {
 /* Why a hello that came to listener l cannot be accepted, or
  * DC_REFUSE_NONE. A slot being handshaken by someone else is no reason: the
  * first to finish wins, so a stranger cannot squat a real peer's slot. */
-static uint32_t judge(const acceptor *A, const dc_hello *h, int l) {
+static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
   const ring_plan *p = A->p;
   uint32_t lanes = (uint32_t)ring_lanes(p);
   if (h->kind != DC_HELLO || h->version != DC_WIRE_VERSION)
@@ -68,6 +68,8 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l) {
       h->lane >= lanes || ring_listener(p, (int)h->rank, (int)h->lane) != l ||
       dc_tcp_connected(A->t, (int)h->rank, (int)h->lane))
     return DC_REFUSE_RANK;
+  if (!A->auth->on && !ring_source_ok(p, (int)h->rank, fd))
+    return DC_REFUSE_SOURCE;
   return DC_REFUSE_NONE;
 }
 
@@ -130,11 +132,12 @@ static int hello_step(acceptor *A, pending *pd) {
     return 0;
   if (dc_hello_decode(pd->buf, &pd->h) != DC_OK)
     return refuse(A, pd, "its hello failed its check (corrupt or forged)");
-  uint32_t reason = judge(A, &pd->h, pd->listener);
+  uint32_t reason = judge(A, &pd->h, pd->listener, pd->fd);
   if (reason == DC_REFUSE_NONE)
     return answer(A, pd);
-  dc_hello r = ring_hello(A->p, A->auth, DC_HELLO_REFUSED, (int)pd->h.lane);
-  r.reason = reason;
+  /* Only why: no job id, size, host key or nonce for a stranger to reuse. */
+  dc_hello r = {.kind = DC_HELLO_REFUSED, .version = DC_WIRE_VERSION,
+                .reason = reason};
   unsigned char b[DC_HELLO_BYTES];
   dc_hello_encode(&r, b);
   dc_sock_write_all(pd->fd, b, sizeof b, dc_now() + 1.0); /* best effort */
