@@ -257,3 +257,12 @@ dc_status dc_iface_addr(const char *name, dc_addr *out, char *err,
   port0(out);
   return DC_OK;
 }
+
+void dc_coord_note_no_token(const dc_coord *c) {
+  const char *tok = dc_env_str(DC_ENV_JOB_TOKEN);
+  const char *file = dc_env_str(DC_ENV_JOB_TOKEN_FILE);
+  if (!(tok && *tok) && !(file && *file) && c->size > 1 && dc_env_verbose())
+    fprintf(stderr, "[distcomm rank %d] the job is not authenticated: no "
+            "DISTCOMM_JOB_TOKEN, so any process that reaches the coordinator "
+            "can join or disturb the job\n", c->rank);
+}

@@ -48,6 +48,10 @@ dc_status dc_coord_from_env_sized(dc_coord *c, int rows, const char *rows_from,
 dc_status dc_iface_addr(const char *name, dc_addr *out, char *err,
                         size_t errlen);
 
+/* When verbose and the job has no token: say once on stderr that it is not
+ * authenticated (anyone who reaches the coordinator can disturb it). */
+void dc_coord_note_no_token(const dc_coord *c);
+
 /* The addresses (port 0) this rank should listen on: one per interface of
  * DISTCOMM_IFNAME, or the address that routes to the coordinator. */
 dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max,

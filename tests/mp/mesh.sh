@@ -32,6 +32,11 @@ if grep -q "mesh ready .* rank 1 of 3, 2 link(s) per pair" "$mp_tmp/mesh.1"; the
 else
   fail "not the mesh: $(grep ready "$mp_tmp/mesh.1")"
 fi
+if grep -q "the job is not authenticated" "$mp_tmp/mesh.0"; then
+  ok "without a token, verbose says the job is not authenticated"
+else
+  fail "no word about the missing token: $(head -3 "$mp_tmp/mesh.0")"
+fi
 
 # jaccl-ring: a ring of cables (no device between ranks 0 and 2, 1 and 3).
 ringdev='[[null,"lo",null,"lo"],["lo",null,"lo",null],[null,"lo",null,"lo"],["lo",null,"lo",null]]'

@@ -158,6 +158,8 @@ static dc_status mesh_init(int ring, dc_group **out) {
   char err[700];
   mesh_setup m = {.ring = ring || dc_env_flag(DC_ENV_JACCL_RING)};
   dc_status st = configure(&m, devices, err, sizeof err);
+  if (st == DC_OK)
+    dc_coord_note_no_token(&m.c);
   dc_auth auth; /* a bad token (file) fails now, not after the rendezvous */
   if (st == DC_OK && (st = dc_auth_from_env(&auth, err, sizeof err)) == DC_OK)
     dc_auth_clear(&auth);

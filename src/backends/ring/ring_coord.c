@@ -67,13 +67,8 @@ dc_status dc_ring_coord_init(dc_group **out) {
     return dc_init_fail(st, "init: no coordinator is configured (none of "
                         "MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR, "
                         "MASTER_ADDR is set)");
-  const char *tok = dc_env_str(DC_ENV_JOB_TOKEN);
-  const char *file = dc_env_str(DC_ENV_JOB_TOKEN_FILE);
-  if (st == DC_OK && !(tok && *tok) && !(file && *file) && c.size > 1 &&
-      dc_env_verbose())
-    fprintf(stderr, "[distcomm rank %d] the job is not authenticated: no "
-            "DISTCOMM_JOB_TOKEN, so any process that reaches the coordinator can "
-            "join or disturb the job\n", c.rank);
+  if (st == DC_OK)
+    dc_coord_note_no_token(&c);
   dc_auth auth; /* a bad token (file) fails now, not after the rendezvous */
   if (st == DC_OK && (st = dc_auth_from_env(&auth, err, sizeof err)) == DC_OK)
     dc_auth_clear(&auth);
