@@ -213,21 +213,26 @@ static void ring_poison(dc_group *g) {
 dc_status ring_split(dc_group *g, const int *ranks, int n, int me,
                      uint64_t id, dc_group **out);
 
-const dc_backend_ops dc_ring_ops = {
-    .name = "ring",
-    .all_reduce = ring_all_reduce,
-    .all_gather = ring_all_gather,
-    .reduce_scatter = ring_reduce_scatter,
-    .send = ring_send,
-    .recv = ring_recv,
-    .broadcast = ring_broadcast,
-    .barrier = ring_barrier,
-    .all_to_allv = ring_all_to_allv,
-    .all_to_all = ring_all_to_all,
-    .gather = ring_gather,
-    .scatter = ring_scatter,
-    .reduce_to = ring_reduce_to,
-    .split = ring_split,
-    .destroy = ring_destroy,
-    .poison = ring_poison,
-};
+/* The mesh backend is the ring's code over per-pair links: same table, its
+ * own name (dc_group_backend). */
+#define RING_OPS(backend_name) {                                               \
+    .name = backend_name, \
+    .all_reduce = ring_all_reduce, \
+    .all_gather = ring_all_gather, \
+    .reduce_scatter = ring_reduce_scatter, \
+    .send = ring_send, \
+    .recv = ring_recv, \
+    .broadcast = ring_broadcast, \
+    .barrier = ring_barrier, \
+    .all_to_allv = ring_all_to_allv, \
+    .all_to_all = ring_all_to_all, \
+    .gather = ring_gather, \
+    .scatter = ring_scatter, \
+    .reduce_to = ring_reduce_to, \
+    .split = ring_split, \
+    .destroy = ring_destroy, \
+    .poison = ring_poison, \
+}
+
+const dc_backend_ops dc_ring_ops = RING_OPS("ring");
+const dc_backend_ops dc_mesh_ops = RING_OPS("mesh");

@@ -94,6 +94,7 @@ dc_status ring_connect(dc_group *g, dc_tcp *t, const ring_plan *p, char *err,
 dc_status ring_shm_setup(dc_group *g, dc_tcp *t, const ring_plan *p);
 
 extern const dc_backend_ops dc_ring_ops;
+extern const dc_backend_ops dc_mesh_ops; /* the same, named "mesh" */
 
 /* Split swaps listening addresses as fixed slots of RING_ADDR_SLOT bytes.
  * Parse count slots from a peer; a slot without a NUL is refused. */

@@ -60,7 +60,8 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
                      dc_group **out, char *err, size_t errlen) {
   *out = NULL;
   ring_impl *R = calloc(1, sizeof *R);
-  dc_group *g = R ? dc_group_new(&dc_ring_ops, R, p->rank, p->size, p->group)
+  dc_group *g = R ? dc_group_new(p->per_peer ? &dc_mesh_ops : &dc_ring_ops, R,
+                                  p->rank, p->size, p->group)
                   : NULL;
   if (R) {
     R->naddrs = p->naddrs;
