@@ -2,16 +2,17 @@
 # bench/mesh.sh [BUILD] [RATE]: the mesh backend (MLX's jaccl over TCP)
 # against the ring, on namespace hosts (tests/hosts/lib.sh; root needed).
 #
-# 1. Bandwidth, 3 hosts, every link limited to RATE (default 1gbit) by tc
-#    tbf: a full mesh of direct links (distcomm-config --backend mesh
+# 1. Bandwidth, 3 and 4 hosts, every link limited to RATE (default 1gbit)
+#    by tc tbf: a full mesh of direct links (distcomm-config --backend mesh
 #    --auto-setup writes the file), and the management bridge with the same
-#    rate per host in each direction. all_sum from 1 MiB to 64 MiB:
+#    rate per host in each direction. all_sum of 16 and 64 MiB:
 #      mesh      distcomm-launch --backend jaccl  (each block to its owner
-#                over its own link: bound 2 S / (n B))
-#      jring     distcomm-launch --backend jaccl-ring (the ring algorithm
-#                over the same links: bound 2 (n-1) S / (n B))
-#      bridge    distcomm-launch (the ring over the shared bridge, same
-#                bound as jring)
+#                over its own link, n-1 links at once: bound 2 S / (n B))
+#      jring     distcomm-launch --backend jaccl-ring (the ring algorithm,
+#                both directions, over the links to the two neighbours:
+#                bound (n-1) S / (n B), the mesh's at n = 3)
+#      bridge    distcomm-launch (the ring over the shared bridge, one
+#                link per host: bound 2 (n-1) S / (n B))
 # 2. Latency, 4 hosts, no limits: all_sum 8 B to 64 KiB, mesh vs bridge vs
 #    jaccl-ring.
 # Prints distcomm-perf's tables and a summary with the bounds.
@@ -57,35 +58,42 @@ run() { # NAME BACKEND N PERF-ARGS...
     hosts_exec 1 timeout 600 "$L" --backend "$backend" --hostfile "$hf" -- "$P" "$@" | tee "$OUT/$name.txt"
 }
 
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), rate $RATE per link"
-hosts_up 4 || exit 1
-links 3
-limit 3
-big=(-t all_reduce -l 1M,16M,64M -n 3 -w 1 -R 3)
-run mesh mesh 3 "${big[@]}"
-run jring jaccl-ring 3 "${big[@]}"
-run bridge ring 3 "${big[@]}"
-/usr/bin/python3 - "$OUT" "$RATE" <<'PY'
+bandwidth() { # N
+    local n=$1
+    hosts_up "$n" || exit 1
+    links "$n"
+    limit "$n"
+    local big=(-t all_reduce -l 16M,64M -n 3 -w 1 -R 3)
+    run mesh$n mesh "$n" "${big[@]}"
+    run jring$n jaccl-ring "$n" "${big[@]}"
+    run bridge$n ring "$n" "${big[@]}"
+    hosts_down
+    /usr/bin/python3 - "$OUT" "$RATE" "$n" <<'PY'
 import re, sys
-out, rate = sys.argv[1], sys.argv[2]
-bps = float(re.match(r"([\d.]+)", rate).group(1)) * {"g": 1e9, "m": 1e6, "k": 1e3}[rate.rstrip("bit")[-1].lower()] / 8
+out, rate, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+num, unit = re.match(r"([\d.]+)([gmk])", rate.lower()).groups()
+bps = float(num) * {"g": 1e9, "m": 1e6, "k": 1e3}[unit] / 8
 def times(name):
     t = {}
-    for line in open(f"{out}/{name}.txt"):
+    for line in open(f"{out}/{name}{n}.txt"):
         f = line.split()
         if len(f) >= 8 and f[0].isdigit():
-            t[int(f[0])] = float(f[4])  # size count type redop time(us) ...
+            t[int(f[0])] = float(f[4]) / 1e3  # size count type redop time(us)
     return t
-n = 3
-print(f"\nall_sum on {n} hosts, {rate} per link (bounds: mesh 2S/(nB), ring 2(n-1)S/(nB)); time in ms")
-print("bytes      mesh   jaccl-ring   bridge   mesh bound  ring bound  bridge/mesh")
 m, j, b = times("mesh"), times("jring"), times("bridge")
+print(f"\nall_sum on {n} hosts, {rate} per link: ms (percent of its bound)")
+print(f"{'bytes':>9} {'mesh':>15} {'jaccl-ring':>15} {'bridge ring':>15} {'bridge/mesh':>11}")
 for s in sorted(m):
-    mb, rb = 2 * s / (n * bps) * 1e3, 2 * (n - 1) * s / (n * bps) * 1e3
-    print(f"{s:>9} {m[s]/1e3:8.1f} {j.get(s, 0)/1e3:10.1f} {b.get(s, 0)/1e3:9.1f} {mb:10.1f} {rb:11.1f} {b.get(s, 0)/m[s]:9.2f}x")
+    bounds = (2 * s / (n * bps), (n - 1) * s / (n * bps), 2 * (n - 1) * s / (n * bps))
+    cells = [f"{t:7.1f} ({100 * bd * 1e3 / t:3.0f}%)" for t, bd in zip((m[s], j.get(s, 1e9), b.get(s, 1e9)), bounds)]
+    print(f"{s:>9} {cells[0]:>15} {cells[1]:>15} {cells[2]:>15} {b.get(s, 0) / m[s]:10.2f}x")
 PY
+}
+
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), rate $RATE per link"
+bandwidth 3
+bandwidth 4
 # latency: 4 hosts, no limits
-hosts_down
 hosts_up 4 || exit 1
 links 4
 small=(-t all_reduce -l 8,1K,64K -R 5)

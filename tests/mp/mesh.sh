@@ -1,11 +1,11 @@
 #!/bin/bash
-# mesh.sh LAUNCH PROBE CONFORMANCE: the mesh backend (MLX's JACCL over TCP)
+# mesh.sh LAUNCH PROBE CONFORMANCE SUM_BITS: the mesh backend (MLX's JACCL over TCP)
 # on this host, every pair's links over the loopback: by hand with MLX's
 # variables (MLX_IBV_DEVICES, MLX_JACCL_COORDINATOR, MLX_RANK), jaccl-ring,
 # through distcomm-launch --backend jaccl, and each configuration error a
 # user can make: a clear error at once, naming the entry.
 set -u
-launch=$1 probe=$2 conf=$3
+launch=$1 probe=$2 conf=$3 bits=$4
 . "$(dirname "$0")/mp_lib.sh"
 . "$(dirname "$0")/by_hand.sh"
 unset MLX_RANK MLX_HOSTFILE DISTCOMM_JOB_TOKEN MLX_WORLD_SIZE RANK WORLD_SIZE \
@@ -55,6 +55,14 @@ if timeout 300 "$launch" -n 3 --backend jaccl --env MLX_RING_VERBOSE=1 -- \
   ok "distcomm-launch -n 3 --backend jaccl: conformance on the mesh"
 else
   fail "distcomm-launch --backend jaccl: $(tail -5 "$mp_tmp/launched")"
+fi
+# Large all_sums go straight to each block's owner (algo/mesh.c): every
+# rank must hold the same bits, in place and out of place, over TCP.
+if timeout 300 "$launch" -n 3 --backend jaccl --env DISTCOMM_SHM=0 -- "$bits" \
+  >"$mp_tmp/bits" 2>&1 && [ "$(grep -c ' 0 failed' "$mp_tmp/bits")" -eq 3 ]; then
+  ok "the mesh's all_sum gives every rank the same bits: $(grep -m1 passed "$mp_tmp/bits")"
+else
+  fail "sum_bits on the mesh: $(tail -5 "$mp_tmp/bits")"
 fi
 limit=60
 
