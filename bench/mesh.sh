@@ -100,4 +100,9 @@ small=(-t all_reduce -l 8,1K,64K -R 5)
 run lat_mesh mesh 4 "${small[@]}"
 run lat_bridge ring 4 "${small[@]}"
 run lat_jring jaccl-ring 4 "${small[@]}"
+membw=$TOP/../shared/bench/peers/membw.c
+if [ -f "$membw" ] && cc -O2 -o "$OUT/membw" "$membw" 2>/dev/null; then
+    echo "host memcpy: $("$OUT/membw" 128 9 | grep -i memcpy | head -1)"
+fi
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "raw output: $OUT"
