@@ -1,6 +1,14 @@
 #!/bin/bash
-# strangers.sh LAUNCH CONFORMANCE STRANGER N: an N-rank job through the
-# launcher (MLX_RING_VERBOSE=1) meets strangers on its ports.
+# strangers.sh LAUNCH CONFORMANCE STRANGER N [MODE]: an N-rank job
+# (MLX_RING_VERBOSE=1) meets strangers on its ports. MODE:
+#   launch      started by distcomm-launch (which gives it a job token)
+#   hand-token  started by hand (a shell loop with MLX_RANK, MLX_HOSTFILE),
+#               with DISTCOMM_JOB_TOKEN_FILE: the same verdicts as launched
+#   hand        started by hand without a token: strangers that offer a
+#               token are refused as such; one that offers none with the
+#               right job id is not tried here, as this host may claim a
+#               rank without a token (hosts.strangers_by_hand shows another
+#               host cannot)
 #   While setting up (ranks 1.. start 4 s late, so rank 0 sits accepting):
 #   a port scan, garbage bytes, a frame header with a huge length, a hello
 #   from another job, a hello without the job token, a hello with a forged
@@ -12,17 +20,41 @@
 #   during set-up), so strangers get "connection refused".
 # The job must pass the conformance checks. Everything runs under timeout.
 set -u
-launch=$1 conf=$2 stranger=$3 n=$4
+launch=$1 conf=$2 stranger=$3 n=$4 mode=${5:-launch}
 . "$(dirname "$0")/../mp/mp_lib.sh"
 base=$(mp_port_base)
 log=$mp_tmp/job.out
 counts=1,1000,65537
 # shellcheck disable=SC2016 # the ranks' shell expands these
-MLX_RING_VERBOSE=1 DISTCOMM_TIMEOUT=60 timeout -k 5 150 "$launch" -n "$n" \
-  --starting-port "$base" -- sh -c 'echo "$DISTCOMM_JOB_ID" >"$0/job.$MLX_RANK"
-    [ "$MLX_RANK" = 0 ] || sleep 4
-    exec "$1" --size "$2" --counts "$3"' "$mp_tmp" "$conf" "$n" "$counts" \
-  >"$log" 2>&1 &
+rank_cmd='[ "$MLX_RANK" = 0 ] || sleep 4
+    exec "$1" --size "$2" --counts "$3"'
+if [ "$mode" = launch ]; then
+  MLX_RING_VERBOSE=1 DISTCOMM_TIMEOUT=60 timeout -k 5 150 "$launch" -n "$n" \
+    --starting-port "$base" -- sh -c 'echo "$DISTCOMM_JOB_ID" >"$0/job.$MLX_RANK"
+      '"$rank_cmd" "$mp_tmp" "$conf" "$n" "$counts" >"$log" 2>&1 &
+else
+  unset DISTCOMM_JOB_TOKEN DISTCOMM_JOB_TOKEN_FILE
+  hf=$mp_tmp/hosts.json
+  { sep=; printf '['; for ((r = 0; r < n; r++)); do printf '%s["127.0.0.1:%d"]' "$sep" $((base + r)); sep=,; done; echo ']'; } >"$hf"
+  tokvar=()
+  if [ "$mode" = hand-token ]; then
+    (umask 077 && printf 'strangers-hand-token-%s\n' "$RANDOM$RANDOM" >"$mp_tmp/token")
+    tokvar=(DISTCOMM_JOB_TOKEN_FILE="$mp_tmp/token")
+  fi
+  echo 5eed0f0b >"$mp_tmp/job.0"
+  (
+    pids=()
+    for ((r = 0; r < n; r++)); do
+      env MLX_HOSTFILE="$hf" MLX_RANK=$r DISTCOMM_JOB_ID=5eed0f0b "${tokvar[@]}" \
+        MLX_RING_VERBOSE=1 DISTCOMM_TIMEOUT=60 timeout -k 5 150 \
+        sh -c "$rank_cmd" "$mp_tmp" "$conf" "$n" "$counts" &
+      pids+=($!)
+    done
+    rc=0
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    exit $rc
+  ) >"$log" 2>&1 &
+fi
 job_pid=$!
 mp_pids+=("$job_pid")
 
@@ -44,7 +76,7 @@ stranger_run scan scan "$port0"
 stranger_run garbage garbage "$port0"
 stranger_run huge huge "$port0"
 stranger_run wrongjob wrong-job "$port0" "$job" "$n"
-stranger_run notoken no-token "$port0" "$job" "$n"
+[ "$mode" = hand ] || stranger_run notoken no-token "$port0" "$job" "$n"
 stranger_run wrongtoken wrong-token "$port0" "$job" "$n"
 # Those that hang on come 1.5 s in, so that they are still hanging when rank
 # 1 comes (4 s), and would be dropped after 5 s (at 6.5 s) at the earliest.
@@ -78,15 +110,21 @@ refused_as scan "without a hello"
 refused_as garbage "not a distcomm hello"
 refused_as huge "not a distcomm hello"
 refused_as wrongjob "another job"
-refused_as notoken "peer did not prove the job token"
-refused_as wrongtoken "did not prove the job token (wrong DISTCOMM_JOB_TOKEN"
-grep -q "refused (reason 5" "$mp_tmp/s.notoken" || fail "no-token stranger was not told why: $(cat "$mp_tmp/s.notoken")"
-grep -q "OK and its proof" "$mp_tmp/s.wrongtoken" || fail "wrong-token stranger did not reach the proof step: $(cat "$mp_tmp/s.wrongtoken")"
+if [ "$mode" = hand ]; then # no token here: those that offer one are refused for it
+  refused_as wrongtoken "the accepting rank has none"
+else
+  refused_as notoken "peer did not prove the job token"
+  refused_as wrongtoken "did not prove the job token (wrong DISTCOMM_JOB_TOKEN"
+  grep -q "refused (reason 5" "$mp_tmp/s.notoken" || fail "no-token stranger was not told why: $(cat "$mp_tmp/s.notoken")"
+  grep -q "OK and its proof" "$mp_tmp/s.wrongtoken" || fail "wrong-token stranger did not reach the proof step: $(cat "$mp_tmp/s.wrongtoken")"
+fi
 # Those that hung on are refused when they run out of time or when set-up
 # ends; rank 1 (4 s late, after they connected) must have been accepted
 # before any of them was dropped: they did not stall set-up.
 rank1=$(grep -n "rank 0\] accepted rank 1 lane 0" "$log" | head -1 | cut -d: -f1)
-for name in silent1 silent2 silent3 silent4 silent5 silent6 silent7 silent8 squat; do
+held="silent1 silent2 silent3 silent4 silent5 silent6 silent7 silent8 squat"
+[ "$mode" = hand ] && held=${held% squat} && refused_as squat "the accepting rank has none"
+for name in $held; do
   refused_as "$name" " "
   from=$(sed -n 's/^stranger [a-z-]* from \([0-9.:]*\)$/\1/p' "$mp_tmp/s.$name")
   at=$(grep -n "refused a connection from $from: " "$log" | head -1 | cut -d: -f1)
@@ -94,7 +132,11 @@ for name in silent1 silent2 silent3 silent4 silent5 silent6 silent7 silent8 squa
     fail "$name dropped at log line ${at:-never}, rank 1 accepted at ${rank1:-never}: set-up waited for it"
   fi
 done
-grep -q "OK and its proof" "$mp_tmp/s.squat" || fail "squat stranger did not get the rank's answer: $(cat "$mp_tmp/s.squat")"
+if [ "$mode" = hand ]; then
+  grep -q "refused (reason 6" "$mp_tmp/s.squat" || fail "squat stranger was not refused at once: $(cat "$mp_tmp/s.squat")"
+else
+  grep -q "OK and its proof" "$mp_tmp/s.squat" || fail "squat stranger did not get the rank's answer: $(cat "$mp_tmp/s.squat")"
+fi
 
 # Running: every rank's port is closed now.
 for ((r = 0; r < n; r++)); do
