@@ -150,8 +150,12 @@ def test_clip_grad_norm_sharded_refuses_what_the_library_refuses(world):
 
 
 def rank_part(world, dims):
+    """This rank's rows, as shard_linear cuts them (the first dims % n ranks
+    get one more, like MLX and numpy's array_split)."""
     n, r = world.size(), world.rank()
-    return slice(r * dims // n, (r + 1) * dims // n)
+    base, extra = divmod(dims, n)
+    start = r * base + min(r, extra)
+    return slice(start, start + base + (r < extra))
 
 
 def test_shard_linear_matches_the_unsharded_product(world):
@@ -163,11 +167,12 @@ def test_shard_linear_matches_the_unsharded_product(world):
     y = x @ weight.T + bias
 
     w1, b1 = shard_linear(weight, bias, "all-to-sharded")
-    assert w1.shape == (1024 // world.size(), 1024) and b1.shape == (1024 // world.size(),)
+    rows = part.stop - part.start
+    assert w1.shape == (rows, 1024) and b1.shape == (rows,)
     assert np.allclose(all_to_sharded_linear(x, w1, b1), y[:, part], atol=1e-4, rtol=1e-4)
 
     w2, b2 = shard_linear(weight, bias, "sharded-to-all")
-    assert w2.shape == (1024, 1024 // world.size()) and b2.shape == (1024,)
+    assert w2.shape == (1024, rows) and b2.shape == (1024,)
     assert np.allclose(sharded_to_all_linear(x[:, part], w2, b2), y, atol=1e-4, rtol=1e-4)
 
 
