@@ -230,7 +230,7 @@ static int launch_here(const struct dcl_options *o)
         rc = 1;
     } else if (rc == 0) {
         log_plan(&e);
-        dcl_release_ports(&ports); /* the ranks bind these ports themselves */
+        dcl_share_ports(&ports); /* the ranks bind them; other launchers cannot */
         rc = dcl_job_start(&job, &e);
         int run_rc = dcl_job_run(&job); /* after a failed start: stops the rest */
         rc = rc != 0 ? rc : run_rc;

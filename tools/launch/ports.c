@@ -120,6 +120,14 @@ int dcl_reserve_ports(long starting_port, size_t count, struct dcl_ports *p)
     return -1;
 }
 
+void dcl_share_ports(struct dcl_ports *p)
+{
+    int one = 1;
+    for (size_t i = 0; i < p->count; i++)
+        if (p->fds[i] >= 0)
+            (void)setsockopt(p->fds[i], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+}
+
 void dcl_release_ports(struct dcl_ports *p)
 {
     for (size_t i = 0; i < p->count; i++) {

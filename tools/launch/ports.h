@@ -17,7 +17,15 @@ struct dcl_ports {
  * printing why. */
 int dcl_reserve_ports(long starting_port, size_t count, struct dcl_ports *p);
 
-/* Closes the reservations (just before the ranks bind the ports themselves). */
+/* Lets the ranks bind and listen on the ports while the reservations stay:
+ * the reserving sockets get SO_REUSEADDR and never listen, so a rank that
+ * binds with SO_REUSEADDR (as the library does) may, while another launcher,
+ * which binds without it, still finds them taken and picks elsewhere. Held
+ * until dcl_ports_free, after the job. Without this, a launcher starting in
+ * the gap between our release and our ranks' bind could pick our ports. */
+void dcl_share_ports(struct dcl_ports *p);
+
+/* Closes the reservations. */
 void dcl_release_ports(struct dcl_ports *p);
 
 void dcl_ports_free(struct dcl_ports *p);
