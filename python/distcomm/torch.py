@@ -164,7 +164,8 @@ class _Completer:
     """The thread that completes a process group's Work: it waits for the
     group's requests in issue order (the order they complete in), with the
     GIL released and without claiming the group, runs each one's finishing
-    step (a copy back, AVG's division) and completes its torch future.
+    step (a copy back, AVG's division) and completes its torch future
+    (complete(result, error), from _work_of).
     torch's Work.wait() and DDP's reducer wait on that future. Every wait is
     bounded: a request completes or fails within the group's timeout."""
 
@@ -172,13 +173,13 @@ class _Completer:
         self._q = queue.SimpleQueue()
         self._thread = None
 
-    def put(self, req, fut, after):
+    def put(self, req, after, complete):
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, args=(self._q,),
                                             name="distcomm.torch completer",
                                             daemon=True)
             self._thread.start()
-        self._q.put((req, fut, after))
+        self._q.put((req, after, complete))
 
     def stop(self):
         if self._thread is not None:
@@ -190,15 +191,15 @@ class _Completer:
             item = q.get()
             if item is None:
                 return
-            req, fut, after = item
+            req, after, complete = item
             try:
                 req.wait_detached()
                 result = after()
             except BaseException as e:  # noqa: BLE001  (it goes to the waiter)
-                fut.set_exception(e)
+                complete(None, e)
             else:
-                fut.set_result(result)
-            del item, req, fut, after
+                complete(result, None)
+            del item, req, after, complete
 
 
 class _PyWork(dist.Work):
@@ -240,20 +241,49 @@ class _PyWork(dist.Work):
 _C10D_PY = _c10d.__file__.rstrip("c")
 
 
-def _work_of(fut):
-    """A Work completed by fut. torch's C++ (DDP's reducer, which needs
-    getFuture, and DDP's set-up) gets the Work of _create_work_from_future:
-    a Python Work's getFuture is not reachable from C++ in torch 1.13, and
-    the reducer reads the error from the future's value. torch.distributed's
+class _Failed:
+    """A failure carried as a future's value to _reraise."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _reraise(fut):
+    value = fut.value()
+    if isinstance(value, _Failed):
+        raise value.error
+    return value
+
+
+def _work_of():
+    """(work, complete): a Work, and complete(result, error) that completes
+    it. torch's C++ (DDP's reducer, which needs getFuture, and DDP's set-up)
+    gets the Work of _create_work_from_future: a Python Work's getFuture is
+    not reachable from C++ in torch 1.13. Its future must not hold a Python
+    exception (the reducer rethrows it on a thread without the GIL, which
+    crashes): a failure travels as a value through .then(_reraise), which
+    torch turns into a C++ error "Got the following error when running the
+    callback: PeerLostError: ..." that the reducer raises. torch.distributed's
     Python functions (all_reduce(..., async_op=...) and the rest) get a
-    _PyWork, whose wait() raises. The caller is told apart by the first
-    frame outside this file (none: called from C++ on a bare thread)."""
+    _PyWork instead, whose wait() raises the library's exception itself
+    (the other Work's wait() returns True even when its future failed). The
+    caller is told apart by the first frame outside this file (none: called
+    from C++ on a bare thread)."""
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename == __file__:
         f = f.f_back
+    fut = torch.futures.Future()
     if f is not None and f.f_code.co_filename == _C10D_PY:
-        return _PyWork(fut)
-    return _create_work_from_future(fut)
+        def complete(result, error):
+            if error is None:
+                fut.set_result(result)
+            else:
+                fut.set_exception(error)
+        return _PyWork(fut), complete
+
+    def complete(result, error):
+        fut.set_result(result if error is None else _Failed(error))
+    return _create_work_from_future(fut.then(_reraise)), complete
 
 
 # ---- the process group -----------------------------------------------------
@@ -299,9 +329,9 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         if nbytes <= self.inline_bytes:
             req.wait()  # the library's exception, raised here
             return _done(after())
-        fut = torch.futures.Future()
-        self._completer.put(req, fut, after)
-        return _work_of(fut)
+        work, complete = _work_of()
+        self._completer.put(req, after, complete)
+        return work
 
     def _start(self, kind, send, recv, code, op="sum", peer=0):
         return _c.start(self._g, kind, None if send is None else _mem(send),
@@ -617,9 +647,9 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         if self._queue is None:
             req, after = self._start_p2p(kind, t, peer)
             return self._work(req, _nbytes(t), after)
-        fut = torch.futures.Future()
-        self._queue.append((kind, t, peer, fut))
-        return _work_of(fut)
+        work, complete = _work_of()
+        self._queue.append((kind, t, peer, complete))
+        return work
 
     def _start_coalescing(self):
         if self._queue is not None:
@@ -640,14 +670,14 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
             mine = [q for q in queue_ if q[2] == p]
             first = "send" if self._r < p else "recv"
             order += [q for q in mine if q[0] == first] + [q for q in mine if q[0] != first]
-        for i, (kind, t, peer, fut) in enumerate(order):
+        for i, (kind, t, peer, complete) in enumerate(order):
             try:
                 req, after = self._start_p2p(kind, t, peer)
             except Exception as e:
-                for *_, f in order[i:]:
-                    f.set_exception(e)
+                for *_, c in order[i:]:
+                    c(None, e)
                 raise
-            self._completer.put(req, fut, after)
+            self._completer.put(req, after, complete)
 
     def barrier(self, opts=None):
         _c.barrier(self._g)  # after every request issued before it

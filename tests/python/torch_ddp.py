@@ -2,7 +2,10 @@
 job: the same seed and data give the same parameters (bit-identical on 2
 ranks, where a sum of two has one order; within float32 rounding on more),
 with several bucket sizes, no_sync gradient accumulation and unused
-parameters. Every rank must also end with the same parameters."""
+parameters. Every rank must also end with the same parameters. Each runs
+with the backend's default inline_bytes and with inline_bytes -1, where
+every bucket's all_reduce is a library request that DDP's reducer waits on
+through its future (the overlap with backward)."""
 import pytest
 
 from torch_common import GLOO, RANK, SIZE, dist, torch  # skips without torch
@@ -53,6 +56,13 @@ def check(ours, gloo):
     every = [torch.empty_like(ours) for _ in range(SIZE)]
     dist.all_gather(every, ours)
     assert all(torch.equal(e, every[0]) for e in every)
+
+
+@pytest.fixture(autouse=True, params=["inline", "background"])
+def mode(request, monkeypatch):
+    if request.param == "background":
+        monkeypatch.setattr(distcomm.torch.ProcessGroupDistcomm, "inline_bytes", -1)
+    return request.param
 
 
 @pytest.mark.parametrize("bucket_cap_mb", [0.002, 0.02, 25])
