@@ -202,36 +202,76 @@ class _Completer:
             del item, req, after, complete
 
 
-class _PyWork(dist.Work):
-    """The Work that torch.distributed's Python functions get: wait()
-    raises the op's error (the library's exception, as a blocking call
-    would). The Work of _create_work_from_future cannot serve them: in torch
-    1.13 its wait() returns True even when the future failed."""
+def _complete_future(fut):
+    """complete(result, error) for a future that only Python reads."""
+    def complete(result, error):
+        if error is None:
+            fut.set_result(result)
+        else:
+            fut.set_exception(error)
+    return complete
 
-    def __init__(self, fut):
+
+class _PyWork(dist.Work):
+    """The Work that torch.distributed's Python functions get. wait() waits
+    for the request on the calling thread (no hand-off to the completer:
+    the library may run the request right there) and raises the library's
+    exception, as a blocking call would; the Work of _create_work_from_future
+    cannot serve them (in torch 1.13 its wait() returns True even when its
+    future failed). get_future() hands the request to the completer, which
+    completes the future in the background. A _PyWork made with a future
+    (batch_isend_irecv) waits on that future."""
+
+    def __init__(self, req=None, after=None, completer=None, fut=None):
         super().__init__()
+        self._req, self._after, self._completer = req, after, completer
         self._fut = fut
+        self._done, self._result, self._error = False, None, None
+
+    def _finish(self):
+        if self._fut is not None:
+            return self._fut.wait()  # bounded: the request fails within the timeout
+        if not self._done:
+            try:
+                self._req.wait()
+                self._result = self._after()
+            except BaseException as e:  # noqa: BLE001  (kept, raised below)
+                self._error = e
+            self._done, self._req, self._after = True, None, None
+        if self._error is not None:
+            raise self._error
+        return self._result
 
     def wait(self, timeout=None):
-        self._fut.wait()  # bounded: the request fails within the group's timeout
+        self._finish()
         return True
 
     def is_completed(self):
-        return self._fut.done()
+        if self._fut is not None:
+            return self._fut.done()
+        return self._done or self._req.is_completed()
 
     def is_success(self):
-        if not self._fut.done():
+        if not self.is_completed():
             raise RuntimeError("distcomm: the Work has not completed")
         try:
-            self._fut.value()
+            self._finish()
         except Exception:  # noqa: BLE001
             return False
         return True
 
     def result(self):
-        return self._fut.wait()
+        return self._finish()
 
     def get_future(self):
+        if self._fut is None:
+            fut = torch.futures.Future()
+            if self._done:
+                _complete_future(fut)(self._result, self._error)
+            else:
+                self._completer.put(self._req, self._after, _complete_future(fut))
+                self._req = self._after = None
+            self._fut = fut
         return self._fut
 
     def synchronize(self):
@@ -255,35 +295,42 @@ def _reraise(fut):
     return value
 
 
-def _work_of():
-    """(work, complete): a Work, and complete(result, error) that completes
-    it. torch's C++ (DDP's reducer, which needs getFuture, and DDP's set-up)
-    gets the Work of _create_work_from_future: a Python Work's getFuture is
-    not reachable from C++ in torch 1.13. Its future must not hold a Python
-    exception (the reducer rethrows it on a thread without the GIL, which
-    crashes): a failure travels as a value through .then(_reraise), which
-    torch turns into a C++ error "Got the following error when running the
-    callback: PeerLostError: ..." that the reducer raises. torch.distributed's
-    Python functions (all_reduce(..., async_op=...) and the rest) get a
-    _PyWork instead, whose wait() raises the library's exception itself
-    (the other Work's wait() returns True even when its future failed). The
-    caller is told apart by the first frame outside this file (none: called
-    from C++ on a bare thread)."""
+def _caller():
+    """Who called the process group's method: "blocking" for one of
+    torch.distributed's Python functions called with async_op=False (it
+    waits at once), "python" for one of them otherwise, "c++" for the rest
+    (torch's C++, DDP's reducer). Told by the first frame outside this file
+    (none: a call from C++ on a bare thread) and its async_op argument."""
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename == __file__:
         f = f.f_back
+    if f is None or f.f_code.co_filename != _C10D_PY:
+        return "c++"
+    return "blocking" if f.f_locals.get("async_op", True) is False else "python"
+
+
+def _cpp_work():
+    """(work, complete) for torch's C++ (DDP's reducer, which needs getFuture,
+    and DDP's set-up): the Work of _create_work_from_future, as a Python
+    Work's getFuture is not reachable from C++ in torch 1.13, and
+    complete(result, error). Its future must not hold a Python exception
+    (the reducer rethrows it on a thread without the GIL, which crashes): a
+    failure travels as a value through .then(_reraise), which torch turns
+    into a C++ error "Got the following error when running the callback:
+    PeerLostError: ..." that the reducer raises."""
     fut = torch.futures.Future()
-    if f is not None and f.f_code.co_filename == _C10D_PY:
-        def complete(result, error):
-            if error is None:
-                fut.set_result(result)
-            else:
-                fut.set_exception(error)
-        return _PyWork(fut), complete
 
     def complete(result, error):
         fut.set_result(result if error is None else _Failed(error))
     return _create_work_from_future(fut.then(_reraise)), complete
+
+
+def _pending_work():
+    """(work, complete) for a request not issued yet (batch_isend_irecv)."""
+    if _caller() != "c++":
+        fut = torch.futures.Future()
+        return _PyWork(fut=fut), _complete_future(fut)
+    return _cpp_work()
 
 
 # ---- the process group -----------------------------------------------------
@@ -291,12 +338,18 @@ def _work_of():
 class ProcessGroupDistcomm(dist.ProcessGroup):
     """A torch.distributed process group over a distcomm.Group.
 
-    Collectives start the library's non-blocking request (dc_i*) and return
-    a Work whose future a completer thread completes when the request does,
-    so ``async_op=True`` runs in the background and DDP's bucket all_reduces
-    overlap backward. Ops whose payload is at most ``inline_bytes`` run to
-    completion on the calling thread instead (a thread hand-off costs more
-    than such an op; their Work is already complete)."""
+    Collectives start the library's non-blocking request (dc_i*), which runs
+    on the group's progress thread, and return a Work at once: for
+    torch.distributed's Python functions a Work whose wait() waits for the
+    request (``async_op=True`` runs in the background until then); for
+    torch's C++ (DDP's reducer) a Work whose future the completer thread
+    completes when the request does, so that DDP's bucket all_reduces
+    overlap backward. Ops whose payload is at most ``inline_bytes``, and
+    those of torch.distributed's functions called with async_op=False, run
+    to completion on the calling thread instead (the library runs the
+    request right there; a thread hand-off costs more than a small op, and
+    a blocking call gains nothing from one); their Work is already
+    complete."""
 
     inline_bytes = 64 << 10
 
@@ -326,10 +379,13 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
     def _work(self, req, nbytes, after):
         """The Work of a started request; after() (its finishing step)
         returns the future's value."""
-        if nbytes <= self.inline_bytes:
+        caller = _caller()
+        if nbytes <= self.inline_bytes or caller == "blocking":
             req.wait()  # the library's exception, raised here
             return _done(after())
-        work, complete = _work_of()
+        if caller == "python":
+            return _PyWork(req, after, self._completer)
+        work, complete = _cpp_work()
         self._completer.put(req, after, complete)
         return work
 
@@ -647,7 +703,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         if self._queue is None:
             req, after = self._start_p2p(kind, t, peer)
             return self._work(req, _nbytes(t), after)
-        work, complete = _work_of()
+        work, complete = _pending_work()
         self._queue.append((kind, t, peer, complete))
         return work
 

@@ -3,10 +3,10 @@ against Gloo on the same inputs in the same job (a Gloo group made with
 new_group over distcomm's store) and against the exact result computed
 locally (Gloo lacks AVG, reduce_scatter and some dtypes on CPU).
 
-Every test runs twice: with the backend's default inline_bytes (small ops
-run on the calling thread) and with inline_bytes = 0, where every op is a
-library request completed by the completer thread (what DDP's buckets and
-large async_op=True calls get).
+Every test runs twice: as torch.distributed's functions use the backend
+(blocking calls and small ops run on the calling thread), and with every op
+a library request whose Work the completer thread completes, as DDP's
+reducer gets them (inline_bytes -1 and every caller taken for torch's C++).
 
 Run on every rank of a launched job (see CMakeLists.txt); the inputs are
 small integers so that every dtype's result is exact in any order."""
@@ -64,6 +64,7 @@ def on_gloo(fn, *args, **kw):
 def mode(request, monkeypatch):
     if request.param == "background":
         monkeypatch.setattr(distcomm.torch.ProcessGroupDistcomm, "inline_bytes", -1)
+        monkeypatch.setattr(distcomm.torch, "_caller", lambda: "c++")
     return request.param
 
 
