@@ -27,12 +27,16 @@ any communication. Failures of the library raise its exceptions
 (``distcomm.PeerLostError`` naming the rank, ``TimeoutError``,
 ``MismatchError``).
 
-Every call runs to completion before it returns: ``async_op=True`` gives a
-Work that is already complete. alltoall, alltoall_base, gather, scatter and
-reduce are built here from send/recv and all_reduce. Both are stopgaps:
-they switch to the C library's non-blocking requests and its all_to_all,
-gather, scatter and reduce when those land (issue 16). ``isend``/``irecv`` therefore block;
-``batch_isend_irecv`` orders its operations so that it cannot deadlock.
+Every op starts one of the library's non-blocking requests (dc_i*, run on
+the group's progress thread, one at a time in issue order): async_op=True
+returns at once, and the Work's wait() waits for the request; blocking calls
+and small ops run on the calling thread. DDP's reducer gets a Work whose
+future the completer thread completes (see ProcessGroupDistcomm and
+_PyWork). alltoall, alltoall_base, gather, scatter and reduce are the
+library's all_to_all(v), gather, scatter and reduce_to. ``isend``/``irecv``
+are requests too: a lone isend holds back the requests behind it until its
+recv is posted, as a blocking send would; ``batch_isend_irecv`` orders its
+operations so that it cannot deadlock.
 """
 import importlib
 import json
@@ -278,7 +282,7 @@ class _PyWork(dist.Work):
         pass
 
 
-_C10D_PY = _c10d.__file__.rstrip("c")
+_C10D_PY = _c10d.all_reduce.__code__.co_filename
 
 
 class _Failed:
@@ -302,7 +306,8 @@ def _caller():
     (torch's C++, DDP's reducer). Told by the first frame outside this file
     (none: a call from C++ on a bare thread) and its async_op argument."""
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename == __file__:
+    here = _caller.__code__.co_filename
+    while f is not None and f.f_code.co_filename == here:
         f = f.f_back
     if f is None or f.f_code.co_filename != _C10D_PY:
         return "c++"
