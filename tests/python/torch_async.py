@@ -109,3 +109,18 @@ def test_a_blocking_call_after_async_ones_keeps_order():
     for k, (t, w) in enumerate(zip(ts, works)):
         w.wait()
         assert t[0] == sum(r + k for r in range(SIZE))
+
+
+def test_all_to_allv_blocks_past_the_buffer_are_refused_before_communicating():
+    from distcomm import _distcomm as _c
+    g = dist.group.WORLD.group
+    code = _c.DTYPES["float32"][0]
+    x, y = torch.zeros(4 * SIZE), torch.zeros(4 * SIZE)
+    with pytest.raises(ValueError, match="send block 0 .* goes past the buffer"):
+        _c.start_v(g, x, [4 * SIZE + 1] + [0] * (SIZE - 1), [0] * SIZE, y, [0] * SIZE,
+                   [0] * SIZE, code, None)
+    with pytest.raises(ValueError, match=f"{SIZE + 1} recv counts for a group of {SIZE}"):
+        _c.start_v(g, x, [0] * SIZE, [0] * SIZE, y, [0] * (SIZE + 1), [0] * SIZE, code, None)
+    t = torch.ones(2)
+    dist.all_reduce(t)  # still in step
+    assert t[0] == SIZE
