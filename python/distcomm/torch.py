@@ -176,10 +176,11 @@ class _Completer:
     def __init__(self):
         self._q = queue.SimpleQueue()
         self._thread = None
+        self.completed = 0  # futures completed so far (tests read it)
 
     def put(self, req, after, complete):
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, args=(self._q,),
+            self._thread = threading.Thread(target=self._run,
                                             name="distcomm.torch completer",
                                             daemon=True)
             self._thread.start()
@@ -189,10 +190,9 @@ class _Completer:
         if self._thread is not None:
             self._q.put(None)
 
-    @staticmethod
-    def _run(q):  # holds no reference to the process group
+    def _run(self):  # holds no reference to the process group
         while True:
-            item = q.get()
+            item = self._q.get()
             if item is None:
                 return
             req, after, complete = item
@@ -203,6 +203,7 @@ class _Completer:
                 complete(None, e)
             else:
                 complete(result, None)
+            self.completed += 1
             del item, req, after, complete
 
 

@@ -66,11 +66,14 @@ def mode(request, monkeypatch):
 
 
 @pytest.mark.parametrize("bucket_cap_mb", [0.002, 0.02, 25])
-def test_ddp_matches_gloo(bucket_cap_mb):
+def test_ddp_matches_gloo(bucket_cap_mb, mode):
     world = distcomm.torch.ProcessGroupDistcomm
     assert isinstance(dist.group.WORLD, world)
     before = dist.group.WORLD.group.collectives()
+    completed = dist.group.WORLD._completer.completed
     ours = train(None, bucket_cap_mb=bucket_cap_mb)
+    if mode == "background":  # the reducer's futures came from the completer
+        assert dist.group.WORLD._completer.completed - completed >= 12
     # the gradients went through distcomm: at least one all_reduce a step
     assert dist.group.WORLD.group.collectives() - before >= 12
     check(ours, train(GLOO, bucket_cap_mb=bucket_cap_mb))
