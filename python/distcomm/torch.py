@@ -207,16 +207,6 @@ class _Completer:
             del item, req, after, complete
 
 
-def _complete_future(fut):
-    """complete(result, error) for a future that only Python reads."""
-    def complete(result, error):
-        if error is None:
-            fut.set_result(result)
-        else:
-            fut.set_exception(error)
-    return complete
-
-
 class _PyWork(dist.Work):
     """The Work that torch.distributed's Python functions get. wait() waits
     for the request on the calling thread (no hand-off to the completer:
@@ -224,25 +214,37 @@ class _PyWork(dist.Work):
     exception, as a blocking call would; the Work of _create_work_from_future
     cannot serve them (in torch 1.13 its wait() returns True even when its
     future failed). get_future() hands the request to the completer, which
-    completes the future in the background. A _PyWork made with a future
-    (batch_isend_irecv) waits on that future."""
+    completes the future in the background; that future carries a failure
+    as a C++ error (see _cpp_work), since a DDP communication hook may hand
+    it to the reducer. A _PyWork made without a request (batch_isend_irecv)
+    is completed through _complete by whoever runs its op."""
 
-    def __init__(self, req=None, after=None, completer=None, fut=None):
+    def __init__(self, req=None, after=None, completer=None):
         super().__init__()
         self._req, self._after, self._completer = req, after, completer
-        self._fut = fut
+        self._raw = self._fut = None
         self._done, self._result, self._error = False, None, None
 
+    def _complete(self, result, error):
+        self._result, self._error, self._done = result, error, True
+        if self._raw is not None:
+            self._raw.set_result(result if error is None else _Failed(error))
+
     def _finish(self):
-        if self._fut is not None:
-            return self._fut.wait()  # bounded: the request fails within the timeout
         if not self._done:
-            try:
-                self._req.wait()
-                self._result = self._after()
-            except BaseException as e:  # noqa: BLE001  (kept, raised below)
-                self._error = e
-            self._done, self._req, self._after = True, None, None
+            if self._req is not None:  # still ours: wait here
+                req, after, self._req, self._after = self._req, self._after, None, None
+                try:
+                    req.wait()
+                    result, error = after(), None
+                except BaseException as e:  # noqa: BLE001  (kept, raised below)
+                    result, error = None, e
+                self._complete(result, error)
+            else:  # the completer has it: bounded by the group's timeout
+                try:
+                    self.get_future().wait()
+                except Exception:  # noqa: BLE001  (self._error says what)
+                    pass
         if self._error is not None:
             raise self._error
         return self._result
@@ -252,9 +254,9 @@ class _PyWork(dist.Work):
         return True
 
     def is_completed(self):
-        if self._fut is not None:
-            return self._fut.done()
-        return self._done or self._req.is_completed()
+        if self._done:
+            return True
+        return self._req is not None and self._req.is_completed()
 
     def is_success(self):
         if not self.is_completed():
@@ -270,13 +272,13 @@ class _PyWork(dist.Work):
 
     def get_future(self):
         if self._fut is None:
-            fut = torch.futures.Future()
+            self._raw = torch.futures.Future()
+            self._fut = self._raw.then(_reraise)
             if self._done:
-                _complete_future(fut)(self._result, self._error)
-            else:
-                self._completer.put(self._req, self._after, _complete_future(fut))
+                self._complete(self._result, self._error)
+            elif self._req is not None:
+                self._completer.put(self._req, self._after, self._complete)
                 self._req = self._after = None
-            self._fut = fut
         return self._fut
 
     def synchronize(self):
@@ -334,8 +336,9 @@ def _cpp_work():
 def _pending_work():
     """(work, complete) for a request not issued yet (batch_isend_irecv)."""
     if _caller() != "c++":
-        fut = torch.futures.Future()
-        return _PyWork(fut=fut), _complete_future(fut)
+        work = _PyWork()
+        work.get_future()  # made now: the completer completes it
+        return work, work._complete
     return _cpp_work()
 
 

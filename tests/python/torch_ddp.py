@@ -26,13 +26,15 @@ class Net(nn.Module):
         return self.head(self.body(x))
 
 
-def train(group, steps=12, bucket_cap_mb=25, accumulate=1, unused=False):
+def train(group, steps=12, bucket_cap_mb=25, accumulate=1, unused=False, hook=None):
     """Parameters after training; the initial weights differ per rank, so
     DDP's broadcast from rank 0 is exercised too."""
     torch.manual_seed(100 + RANK)
     model = Net(unused)
     ddp = DDP(model, process_group=group, bucket_cap_mb=bucket_cap_mb,
               find_unused_parameters=unused)
+    if hook is not None:
+        ddp.register_comm_hook(group, hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     gen = torch.Generator().manual_seed(7 + RANK)  # each rank its own data
     for step in range(steps):
@@ -90,3 +92,15 @@ def test_ddp_no_sync_accumulation_matches_gloo():
 def test_ddp_unused_parameters_matches_gloo():
     ours = train(None, unused=True)
     check(ours, train(GLOO, unused=True))
+
+
+def test_ddp_with_a_python_comm_hook_matches_gloo(mode):
+    """torch's own Python hook: dist.all_reduce(async_op=True).get_future()
+    (our Work's future, completed by the completer) handed to the reducer."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    world = dist.group.WORLD
+    completed = world._completer.completed
+    ours = train(world, hook=allreduce_hook)
+    if mode == "background":  # every bucket: a request, get_future() its future
+        assert world._completer.completed - completed >= 12
+    check(ours, train(GLOO, hook=allreduce_hook))
