@@ -141,10 +141,13 @@ def test_a_distcomm_subgroup_of_a_gloo_world_is_refused(tmp_path):
                     "init_process_group('distcomm')"] * 2
 
 
-@pytest.mark.parametrize("mode", ["all_reduce", "ddp", "ddp_async", "async"])
+@pytest.mark.parametrize("mode", ["all_reduce", "ddp", "ddp_async", "ddp_hook", "async"])
 def test_killed_peer_raises_naming_it(mode, tmp_path):
     """A job of two started by hand (the launcher would stop the survivor):
-    rank 1 is killed with SIGKILL while rank 0 waits on it."""
+    rank 1 is killed with SIGKILL while rank 0 waits on it. (Known defect,
+    not checked here: with "ddp_hook" rank 0 sometimes aborts at exit,
+    after it printed the error, with torch's "terminate called after
+    throwing" the same error; about 1 run in 6.)"""
     if RANK != 0:
         pytest.skip("runs its own job, once per launch")
     hostfile = hostfile_of(tmp_path, 2)
