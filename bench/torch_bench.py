@@ -8,8 +8,14 @@ new_group(backend="gloo"). For each size, ROUNDS rounds each time distcomm
 then Gloo (so a slow spell of the host falls on both) and the table gives
 each side's median: dist.all_reduce of float32 (8 B to --max-mib), then a
 DDP training step (forward, backward with DDP's bucketed all_reduce,
-SGD step) of an MLP big enough for communication to show, the three kinds
-of step (distcomm, Gloo, no DDP) taken in turns one at a time. Rank 0 prints the
+SGD step) of an MLP big enough for communication to show, the four kinds
+of step (distcomm, distcomm blocking, Gloo, no DDP) taken in turns one at a
+time. "blocking" is distcomm with every op run to completion on the calling
+thread (ProcessGroupDistcomm.inline_bytes set past any size: no overlap of
+DDP's all_reduce with backward, the backend before its Work was backed by
+requests). The all_reduce table gives dist.all_reduce (async_op=False: run
+on the calling thread) and dist.all_reduce(async_op=True).wait() (a request
+on the progress thread, waited for at once: the cost of the hand-off). Rank 0 prints the
 table and the host's copy rate (torch copy_ of 256 MiB, read + write).
 """
 import argparse
@@ -22,7 +28,18 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-import distcomm.torch  # noqa: F401
+import distcomm.torch
+
+
+class blocking:
+    """Every distcomm op on the calling thread while inside."""
+
+    def __enter__(self):
+        self.was = distcomm.torch.ProcessGroupDistcomm.inline_bytes
+        distcomm.torch.ProcessGroupDistcomm.inline_bytes = 1 << 62
+
+    def __exit__(self, *exc):
+        distcomm.torch.ProcessGroupDistcomm.inline_bytes = self.was
 
 
 def timed(fn, iters):
@@ -40,19 +57,23 @@ def all_reduce_table(gloo, rounds, max_bytes, rank):
     while size <= max_bytes:
         t = torch.ones(size // 4)
         iters = max(5, min(2000, int(2e8 // (size * 8 + 2e5))))
-        ours, theirs = [], []
+        ours, inline, theirs = [], [], []
         for _ in range(rounds):
             ours.append(timed(lambda: dist.all_reduce(t), iters))
+            inline.append(timed(lambda: dist.all_reduce(t, async_op=True).wait(), iters))
             theirs.append(timed(lambda: dist.all_reduce(t, group=gloo), iters))
-        rows.append((size, statistics.median(ours), statistics.median(theirs)))
+        rows.append((size, statistics.median(ours), statistics.median(inline),
+                     statistics.median(theirs)))
         size *= 8 if size < 1 << 18 else 4  # 8 B, 64 B, ... 256 KiB, 1, 4, 16 MiB
     if rank == 0:
         print("all_reduce float32 sum")
-        print(f"{'bytes':>10} {'distcomm_us':>12} {'gloo_us':>10} {'gloo/distcomm':>14}"
-              f" {'distcomm_GB/s':>14}")
-        for size, a, b in rows:
-            print(f"{size:>10} {a * 1e6:>12.1f} {b * 1e6:>10.1f} {b / a:>13.2f}x"
-                  f" {size / a / 1e9:>14.3f}", flush=True)
+        print(f"async: async_op=True then wait() (inline_bytes "
+              f"{distcomm.torch.ProcessGroupDistcomm.inline_bytes}: larger ops are requests)")
+        print(f"{'bytes':>10} {'distcomm_us':>12} {'async_us':>12} {'gloo_us':>10}"
+              f" {'gloo/distcomm':>14} {'distcomm_GB/s':>14}")
+        for size, a, i, b in rows:
+            print(f"{size:>10} {a * 1e6:>12.1f} {i * 1e6:>12.1f} {b * 1e6:>10.1f}"
+                  f" {b / a:>13.2f}x {size / a / 1e9:>14.3f}", flush=True)
 
 
 def ddp_step_table(gloo, rounds, hidden, layers, batch, steps, rank, world):
@@ -82,9 +103,13 @@ def ddp_step_table(gloo, rounds, hidden, layers, batch, steps, rank, world):
 
     # one step of each in turn, each timed alone after a barrier, so that a
     # slow spell of the host or a rank running late falls on all three alike
-    times = {"distcomm": [], "gloo": [], "compute": []}
-    fns = {"distcomm": lambda: step("distcomm"), "gloo": lambda: step("gloo"),
-           "compute": compute_only}
+    def step_blocking():
+        with blocking():
+            step("distcomm")
+
+    times = {"distcomm": [], "blocking": [], "gloo": [], "compute": []}
+    fns = {"distcomm": lambda: step("distcomm"), "blocking": step_blocking,
+           "gloo": lambda: step("gloo"), "compute": compute_only}
     for name, fn in fns.items():
         fn()  # warm-up (DDP rebuilds its buckets after the first step)
         fn()
@@ -99,8 +124,10 @@ def ddp_step_table(gloo, rounds, hidden, layers, batch, steps, rank, world):
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"DDP step: MLP 64-{hidden}x{layers}-10, {n} parameters "
               f"({n * 4 / 2**20:.1f} MiB of gradients), batch {batch} ({batch // world} per rank)")
-        print(f"  distcomm {med['distcomm'] * 1e3:.2f} ms | gloo {med['gloo'] * 1e3:.2f} ms | "
-              f"gloo/distcomm {med['gloo'] / med['distcomm']:.2f}x | forward+backward "
+        print(f"  distcomm {med['distcomm'] * 1e3:.2f} ms | distcomm blocking "
+              f"{med['blocking'] * 1e3:.2f} ms | gloo {med['gloo'] * 1e3:.2f} ms | "
+              f"gloo/distcomm {med['gloo'] / med['distcomm']:.2f}x | blocking/distcomm "
+              f"{med['blocking'] / med['distcomm']:.2f}x | forward+backward "
               f"alone {med['compute'] * 1e3:.2f} ms", flush=True)
 
 

@@ -27,16 +27,24 @@ any communication. Failures of the library raise its exceptions
 (``distcomm.PeerLostError`` naming the rank, ``TimeoutError``,
 ``MismatchError``).
 
-Every call runs to completion before it returns: ``async_op=True`` gives a
-Work that is already complete. alltoall, alltoall_base, gather, scatter and
-reduce are built here from send/recv and all_reduce. Both are stopgaps:
-they switch to the C library's non-blocking requests and its all_to_all,
-gather, scatter and reduce when those land (issue 16). ``isend``/``irecv`` therefore block;
-``batch_isend_irecv`` orders its operations so that it cannot deadlock.
+Every op starts one of the library's non-blocking requests (dc_i*, run on
+the group's progress thread, one at a time in issue order): async_op=True
+returns at once, and the Work's wait() waits for the request; blocking calls
+and small ops run on the calling thread. DDP's reducer gets a Work whose
+future the completer thread completes (see ProcessGroupDistcomm and
+_PyWork). alltoall, alltoall_base, gather, scatter and reduce are the
+library's all_to_all(v), gather, scatter and reduce_to. ``isend``/``irecv``
+are requests too: a lone isend holds back the requests behind it until its
+recv is posted, as a blocking send would; ``batch_isend_irecv`` orders its
+operations so that it cannot deadlock.
 """
 import importlib
 import json
 import os
+import queue
+import sys
+import threading
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -120,9 +128,7 @@ def _one(tensors, what):
 
 
 def _done(result):
-    """A Work that is already complete, whose future holds result. (Until
-    the library's non-blocking requests land, issue 16: then a Work whose
-    future completes when the request does.)"""
+    """A Work that is already complete, whose future holds result."""
     fut = torch.futures.Future()
     fut.set_result(result)
     return _create_work_from_future(fut)
@@ -156,16 +162,213 @@ def _check_like(ts, ref, what):
                              f"{ref.numel()} elements, got {t.dtype} with {t.numel()}")
 
 
+# ---- completing Work -------------------------------------------------------
+
+class _Completer:
+    """The thread that completes a process group's Work: it waits for the
+    group's requests in issue order (the order they complete in), with the
+    GIL released and without claiming the group, runs each one's finishing
+    step (a copy back, AVG's division) and completes its torch future
+    (complete(result, error), from _work_of).
+    torch's Work.wait() and DDP's reducer wait on that future. Every wait is
+    bounded: a request completes or fails within the group's timeout."""
+
+    def __init__(self):
+        self._q = queue.SimpleQueue()
+        self._thread = None
+        self.completed = 0  # futures completed so far (tests read it)
+
+    def put(self, req, after, complete):
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run,
+                                            name="distcomm.torch completer",
+                                            daemon=True)
+            self._thread.start()
+        self._q.put((req, after, complete))
+
+    def stop(self):
+        if self._thread is not None:
+            self._q.put(None)
+
+    def _run(self):  # holds no reference to the process group
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            req, after, complete = item
+            try:
+                req.wait_detached()
+                result = after()
+            except BaseException as e:  # noqa: BLE001  (it goes to the waiter)
+                complete(None, e)
+            else:
+                complete(result, None)
+            self.completed += 1
+            del item, req, after, complete
+
+
+class _PyWork(dist.Work):
+    """The Work that torch.distributed's Python functions get. wait() waits
+    for the request on the calling thread (no hand-off to the completer:
+    the library may run the request right there) and raises the library's
+    exception, as a blocking call would; the Work of _create_work_from_future
+    cannot serve them (in torch 1.13 its wait() returns True even when its
+    future failed). get_future() hands the request to the completer, which
+    completes the future in the background; that future carries a failure
+    as a C++ error (see _cpp_work), since a DDP communication hook may hand
+    it to the reducer. A _PyWork made without a request (batch_isend_irecv)
+    is completed through _complete by whoever runs its op."""
+
+    def __init__(self, req=None, after=None, completer=None):
+        super().__init__()
+        self._req, self._after, self._completer = req, after, completer
+        self._raw = self._fut = None
+        self._done, self._result, self._error = False, None, None
+
+    def _complete(self, result, error):
+        self._result, self._error, self._done = result, error, True
+        if self._raw is not None:
+            self._raw.set_result(result if error is None else _Failed(error))
+
+    def _finish(self):
+        if not self._done:
+            if self._req is not None:  # still ours: wait here
+                req, after, self._req, self._after = self._req, self._after, None, None
+                try:
+                    req.wait()
+                    result, error = after(), None
+                except BaseException as e:  # noqa: BLE001  (kept, raised below)
+                    result, error = None, e
+                self._complete(result, error)
+            else:  # the completer has it: bounded by the group's timeout
+                try:
+                    self.get_future().wait()
+                except Exception:  # noqa: BLE001  (self._error says what)
+                    pass
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def wait(self, timeout=None):
+        self._finish()
+        return True
+
+    def is_completed(self):
+        if self._done:
+            return True
+        return self._req is not None and self._req.is_completed()
+
+    def is_success(self):
+        if not self.is_completed():
+            raise RuntimeError("distcomm: the Work has not completed")
+        try:
+            self._finish()
+        except Exception:  # noqa: BLE001
+            return False
+        return True
+
+    def result(self):
+        return self._finish()
+
+    def get_future(self):
+        if self._fut is None:
+            self._raw = torch.futures.Future()
+            self._fut = self._raw.then(_reraise)
+            if self._done:
+                self._complete(self._result, self._error)
+            elif self._req is not None:
+                self._completer.put(self._req, self._after, self._complete)
+                self._req = self._after = None
+        return self._fut
+
+    def synchronize(self):
+        pass
+
+
+_C10D_PY = _c10d.all_reduce.__code__.co_filename
+
+
+class _Failed:
+    """A failure carried as a future's value to _reraise."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _reraise(fut):
+    value = fut.value()
+    if isinstance(value, _Failed):
+        raise value.error
+    return value
+
+
+def _caller():
+    """Who called the process group's method: "blocking" for one of
+    torch.distributed's Python functions called with async_op=False (it
+    waits at once), "python" for one of them otherwise, "c++" for the rest
+    (torch's C++, DDP's reducer). Told by the first frame outside this file
+    (none: a call from C++ on a bare thread) and its async_op argument."""
+    f = sys._getframe(1)
+    here = _caller.__code__.co_filename
+    while f is not None and f.f_code.co_filename == here:
+        f = f.f_back
+    if f is None or f.f_code.co_filename != _C10D_PY:
+        return "c++"
+    return "blocking" if f.f_locals.get("async_op", True) is False else "python"
+
+
+def _cpp_work():
+    """(work, complete) for torch's C++ (DDP's reducer, which needs getFuture,
+    and DDP's set-up): the Work of _create_work_from_future, as a Python
+    Work's getFuture is not reachable from C++ in torch 1.13, and
+    complete(result, error). Its future must not hold a Python exception
+    (the reducer rethrows it on a thread without the GIL, which crashes): a
+    failure travels as a value through .then(_reraise), which torch turns
+    into a C++ error "Got the following error when running the callback:
+    PeerLostError: ..." that the reducer raises."""
+    fut = torch.futures.Future()
+
+    def complete(result, error):
+        fut.set_result(result if error is None else _Failed(error))
+    return _create_work_from_future(fut.then(_reraise)), complete
+
+
+def _pending_work():
+    """(work, complete) for a request not issued yet (batch_isend_irecv)."""
+    if _caller() != "c++":
+        work = _PyWork()
+        work.get_future()  # made now: the completer completes it
+        return work, work._complete
+    return _cpp_work()
+
+
 # ---- the process group -----------------------------------------------------
 
 class ProcessGroupDistcomm(dist.ProcessGroup):
-    """A torch.distributed process group over a distcomm.Group."""
+    """A torch.distributed process group over a distcomm.Group.
+
+    Collectives start the library's non-blocking request (dc_i*), which runs
+    on the group's progress thread, and return a Work at once: for
+    torch.distributed's Python functions a Work whose wait() waits for the
+    request (``async_op=True`` runs in the background until then); for
+    torch's C++ (DDP's reducer) a Work whose future the completer thread
+    completes when the request does, so that DDP's bucket all_reduces
+    overlap backward. Ops whose payload is at most ``inline_bytes``, and
+    those of torch.distributed's functions called with async_op=False, run
+    to completion on the calling thread instead (the library runs the
+    request right there; a thread hand-off costs more than a small op, and
+    a blocking call gains nothing from one); their Work is already
+    complete."""
+
+    inline_bytes = 64 << 10
 
     def __init__(self, group, timeout=default_pg_timeout):
         super().__init__(group.rank(), group.size())
         self._g = group
         self._r, self._n = group.rank(), group.size()
         self._queue = None  # send/recv held by batch_isend_irecv
+        self._completer = _Completer()
+        weakref.finalize(self, self._completer.stop)
         if timeout != default_pg_timeout:  # torch's default: keep DISTCOMM_TIMEOUT
             group.set_timeout(timeout.total_seconds())
 
@@ -180,24 +383,45 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
     def __repr__(self):
         return f"<ProcessGroupDistcomm rank {self._r} of {self._n} ({self._g.backend})>"
 
-    # -- reductions
+    # -- requests
 
-    def _all_reduce(self, send, recv, code, op):
-        """recv = op over the ranks of send (both contiguous)."""
-        _c.all_reduce(self._g, _mem(send), _mem(recv), code,
-                      _c.OPS["sum" if op == "avg" else op])
+    def _work(self, req, nbytes, after):
+        """The Work of a started request; after() (its finishing step)
+        returns the future's value."""
+        caller = _caller()
+        if nbytes <= self.inline_bytes or caller == "blocking":
+            req.wait()  # the library's exception, raised here
+            return _done(after())
+        if caller == "python":
+            return _PyWork(req, after, self._completer)
+        work, complete = _cpp_work()
+        self._completer.put(req, after, complete)
+        return work
+
+    def _start(self, kind, send, recv, code, op="sum", peer=0):
+        return _c.start(self._g, kind, None if send is None else _mem(send),
+                        None if recv is None else _mem(recv), code,
+                        _c.OPS["sum" if op == "avg" else op], peer, None)
+
+    def _avg(self, w, op):
         if op == "avg":
             with torch.no_grad():
-                recv.div_(self._n)
+                w.div_(self._n)
+
+    # -- reductions
 
     def allreduce(self, tensors, opts=None):
         t = _one(tensors, "allreduce")
         code = _code(t, "allreduce")
         op = _reduce_op(opts, t, "allreduce")
         w = _dense(t)
-        self._all_reduce(w, w, code, op)
-        _back(w, t)
-        return _done([t])
+        req = self._start("all_reduce", w, w, code, op)
+
+        def after():
+            self._avg(w, op)
+            _back(w, t)
+            return [t]
+        return self._work(req, _nbytes(t), after)
 
     def allreduce_coalesced(self, tensors, opts=None):
         """One all_reduce over the tensors laid end to end (one dtype)."""
@@ -210,33 +434,43 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
                                  "share one dtype")
         op = _reduce_op(opts, tensors[0], "allreduce_coalesced")
         flat = torch.cat([t.detach().reshape(-1) for t in tensors])
-        self._all_reduce(flat, flat, code, op)
-        with torch.no_grad():
-            for t, part in zip(tensors, flat.split([t.numel() for t in tensors])):
-                t.copy_(part.view_as(t))
-        return _done(list(tensors))
+        req = self._start("all_reduce", flat, flat, code, op)
+
+        def after():
+            self._avg(flat, op)
+            with torch.no_grad():
+                for t, part in zip(tensors, flat.split([t.numel() for t in tensors])):
+                    t.copy_(part.view_as(t))
+            return list(tensors)
+        return self._work(req, _nbytes(flat), after)
 
     def reduce(self, tensors, opts=None):
-        """all_reduce, kept on the root only (the others' tensors are left as
-        they were); changes to the library's dc_reduce with issue 16."""
+        """The library's reduce_to: the root's tensor gets the result, the
+        others' are left as they were."""
         t = _one(tensors, "reduce")
         code = _code(t, "reduce")
         op = _reduce_op(opts, t, "reduce")
         root = getattr(opts, "rootRank", 0)
         w = _dense(t)
-        self._all_reduce(w, w if self._r == root else torch.empty_like(w), code, op)
-        if self._r == root:
-            _back(w, t)
-        return _done([t])
+        mine = self._r == root
+        req = self._start("reduce", w, w if mine else None, code, op, root)
+
+        def after():
+            if mine:
+                self._avg(w, op)
+                _back(w, t)
+            return [t]
+        return self._work(req, _nbytes(t), after)
 
     def _reduce_scatter_flat(self, out, flat, code, op):
         w = _dense(out)
-        _c.reduce_scatter(self._g, _mem(flat), _mem(w), code,
-                          _c.OPS["sum" if op == "avg" else op])
-        if op == "avg":
-            with torch.no_grad():
-                w.div_(self._n)
-        _back(w, out)
+        req = self._start("reduce_scatter", flat, w, code, op)
+
+        def after():
+            self._avg(w, op)
+            _back(w, out)
+            return [out]
+        return self._work(req, _nbytes(flat), after)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         out = _one(output_tensors, "reduce_scatter")
@@ -248,8 +482,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
                              f"{self._n} ranks")
         _check_like(ins, out, "reduce_scatter")
         flat = torch.cat([t.detach().reshape(-1) for t in ins])
-        self._reduce_scatter_flat(out, flat, code, op)
-        return _done([out])
+        return self._reduce_scatter_flat(out, flat, code, op)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         code = _code(output, "_reduce_scatter_base")
@@ -259,8 +492,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
                              f"{self._n} x the output ({output.dtype}, "
                              f"{output.numel()} elements)")
         op = _reduce_op(opts, output, "_reduce_scatter_base")
-        self._reduce_scatter_flat(output, _dense(input), code, op)
-        return _done([output])
+        return self._reduce_scatter_flat(output, _dense(input), code, op)
 
     # -- copies
 
@@ -270,14 +502,21 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         if getattr(opts, "rootTensor", 0) != 0:
             raise NotSupportedError("distcomm: broadcast: rootTensor must be 0")
         w = _dense(t)
-        _c.broadcast(self._g, _mem(w), code, getattr(opts, "rootRank", 0))
-        _back(w, t)
-        return _done([t])
+        req = self._start("broadcast", None, w, code, peer=getattr(opts, "rootRank", 0))
 
-    def _all_gather_flat(self, out, inp, code):
+        def after():
+            _back(w, t)
+            return [t]
+        return self._work(req, _nbytes(t), after)
+
+    def _all_gather_flat(self, out, inp, code, finish):
         w = _dense(out)
-        _c.all_gather(self._g, _mem(_dense(inp)), _mem(w), code)
-        _back(w, out)
+        req = self._start("all_gather", _dense(inp), w, code)
+
+        def after():
+            _back(w, out)
+            return finish()
+        return self._work(req, _nbytes(out), after)
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         inp = _one(input_tensors, "allgather")
@@ -287,11 +526,11 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
             raise ValueError(f"distcomm: allgather: {len(outs)} outputs for {self._n} ranks")
         _check_like(outs, inp, "allgather")
         flat = torch.empty((self._n * inp.numel(),), dtype=inp.dtype)
-        self._all_gather_flat(flat, inp, code)
-        with torch.no_grad():
-            for o, part in zip(outs, flat.chunk(self._n) if inp.numel() else [flat] * self._n):
-                o.copy_(part.view_as(o))
-        return _done(list(outs))
+
+        def finish():
+            _unflatten(flat, outs)
+            return list(outs)
+        return self._all_gather_flat(flat, inp, code, finish)
 
     def _allgather_base(self, output, input, opts=None):
         code = _code(input, "_allgather_base")
@@ -300,8 +539,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
             raise ValueError(f"distcomm: _allgather_base: the output must be "
                              f"{self._n} x the input ({input.dtype}, "
                              f"{input.numel()} elements)")
-        self._all_gather_flat(output, input, code)
-        return _done([output])
+        return self._all_gather_flat(output, input, code, lambda: [output])
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         """One all_gather of the inputs laid end to end (one dtype)."""
@@ -322,63 +560,49 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
                                      "share one dtype")
         flat = torch.cat([t.detach().reshape(-1) for t in input_list])
         every = torch.empty((self._n * flat.numel(),), dtype=flat.dtype)
-        self._all_gather_flat(every, flat, code)
         sizes = [t.numel() for t in input_list]
-        with torch.no_grad():
-            for outs, row in zip(output_lists, every.chunk(self._n)):
-                for o, part in zip(outs, row.split(sizes)):
-                    o.copy_(part.view_as(o))
-        return _done([o for outs in output_lists for o in outs])
 
-    # -- point to point, and what is built from it: alltoall, alltoall_base,
-    # gather and scatter switch to the library's dc_all_to_all(v), dc_gather
-    # and dc_scatter when those land (issue 16)
+        def finish():
+            with torch.no_grad():
+                for outs, row in zip(output_lists, every.chunk(self._n)):
+                    for o, part in zip(outs, row.split(sizes)):
+                        o.copy_(part.view_as(o))
+            return [o for outs in output_lists for o in outs]
+        return self._all_gather_flat(every, flat, code, finish)
 
-    def _send(self, t, peer):
-        w = _dense(t)
-        _c.send(self._g, _mem(w), _CODES[t.dtype], peer)
+    # -- all to all, gather, scatter: the library's dc_iall_to_all(v),
+    # dc_igather and dc_iscatter
 
-    def _recv(self, t, peer):
-        w = _dense(t)
-        _c.recv(self._g, _mem(w), _CODES[t.dtype], peer)
-        _back(w, t)
-
-    def _exchange(self, peer, send, recv):
-        """send to peer and receive from it; the lower rank sends first, so a
-        pair never waits on each other whatever the sizes."""
-        if self._r < peer:
-            self._send(send, peer)
-            self._recv(recv, peer)
-        else:
-            self._recv(recv, peer)
-            self._send(send, peer)
-
-    def _pairwise(self, sends, recvs):
-        """sends[p] goes to rank p and recvs[p] comes from it. Step k pairs
-        rank r with (k - r) mod n on every rank, so each step is a set of
-        disjoint exchanges."""
-        with torch.no_grad():
-            recvs[self._r].copy_(sends[self._r].reshape(recvs[self._r].shape))
-        for k in range(self._n):
-            p = (k - self._r) % self._n
-            if p != self._r:
-                self._exchange(p, sends[p], recvs[p])
+    def _all_to_allv(self, send, scounts, recv, rcounts, code, after):
+        """send's blocks of scounts elements (in rank order) to each rank,
+        rcounts from each into recv (both contiguous, one dtype)."""
+        soffs = [sum(scounts[:p]) for p in range(self._n)]
+        roffs = [sum(rcounts[:p]) for p in range(self._n)]
+        req = _c.start_v(self._g, _mem(send), scounts, soffs, _mem(recv), rcounts,
+                         roffs, code, None)
+        return self._work(req, max(_nbytes(send), _nbytes(recv)), after)
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         if len(output_tensors) != self._n or len(input_tensors) != self._n:
             raise ValueError(f"distcomm: alltoall: needs {self._n} inputs and "
                              f"{self._n} outputs")
-        for o, i in zip(output_tensors, input_tensors):
-            if _code(o, "alltoall") != _code(i, "alltoall"):
-                raise ValueError("distcomm: alltoall: inputs and outputs must share a dtype")
-        if output_tensors[self._r].numel() != input_tensors[self._r].numel():
-            raise ValueError("distcomm: alltoall: this rank's own input and output "
-                             "differ in size")
-        self._pairwise(list(input_tensors), list(output_tensors))
-        return _done(list(output_tensors))
+        code = _code(input_tensors[0], "alltoall")
+        for t in list(output_tensors) + list(input_tensors):
+            if _code(t, "alltoall") != code:
+                raise ValueError("distcomm: alltoall: the tensors must share one dtype")
+        send = torch.cat([t.detach().reshape(-1) for t in input_tensors])
+        rcounts = [t.numel() for t in output_tensors]
+        recv = torch.empty((sum(rcounts),), dtype=send.dtype)
 
-    def _split(self, t, sizes, what):
-        """t split on dim 0 into size parts (equal when sizes is empty)."""
+        def after():
+            _unflatten(recv, output_tensors, rcounts)
+            return list(output_tensors)
+        return self._all_to_allv(send, [t.numel() for t in input_tensors], recv,
+                                 rcounts, code, after)
+
+    def _counts(self, t, sizes, what):
+        """Element counts per rank of t split on dim 0 into sizes rows
+        (equal parts when sizes is empty)."""
         if t.dim() == 0:
             raise ValueError(f"distcomm: alltoall_base: the {what} needs a dimension 0")
         rows = t.shape[0]
@@ -390,60 +614,68 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         if len(sizes) != self._n or sum(sizes) != rows or min(sizes) < 0:
             raise ValueError(f"distcomm: alltoall_base: {what} split sizes {list(sizes)} "
                              f"do not cover dim 0 ({rows}) in {self._n} parts")
-        return list(t.split(list(sizes)))
+        row = t.numel() // rows if rows else 0
+        return [s * row for s in sizes]
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes,
                       opts=None):
         code = _code(input, "alltoall_base")
         if _code(output, "alltoall_base") != code:
             raise ValueError("distcomm: alltoall_base: input and output must share a dtype")
+        scounts = self._counts(input, input_split_sizes, "input")
+        rcounts = self._counts(output, output_split_sizes, "output")
         w_in, w_out = _dense(input), _dense(output)
-        sends = self._split(w_in, input_split_sizes, "input")
-        recvs = self._split(w_out, output_split_sizes, "output")
-        if sends[self._r].shape != recvs[self._r].shape:
-            raise ValueError("distcomm: alltoall_base: this rank's own input and "
-                             "output parts differ in size")
-        self._pairwise(sends, recvs)
-        _back(w_out, output)
-        return _done([output])
+        if w_in.data_ptr() == w_out.data_ptr():  # the library wants them apart
+            w_in = w_in.clone()
+
+        def after():
+            _back(w_out, output)
+            return [output]
+        if not input_split_sizes and not output_split_sizes and \
+                input.numel() == output.numel():
+            req = self._start("all_to_all", w_in, w_out, code)
+            return self._work(req, _nbytes(input), after)
+        return self._all_to_allv(w_in, scounts, w_out, rcounts, code, after)
 
     def gather(self, output_tensors, input_tensors, opts=None):
         inp = _one(input_tensors, "gather")
-        _code(inp, "gather")
+        code = _code(inp, "gather")
         root = getattr(opts, "rootRank", 0)
         if self._r != root:
-            self._send(inp, root)
-            return _done([])
+            req = self._start("gather", _dense(inp), None, code, peer=root)
+            return self._work(req, _nbytes(inp), lambda: [])
         outs = _one(output_tensors, "gather")
         if len(outs) != self._n:
             raise ValueError(f"distcomm: gather: {len(outs)} outputs for {self._n} ranks")
         _check_like(outs, inp, "gather")
-        for p in range(self._n):
-            if p == root:
-                with torch.no_grad():
-                    outs[p].copy_(inp.view_as(outs[p]))
-            else:
-                self._recv(outs[p], p)
-        return _done(list(outs))
+        flat = torch.empty((self._n * inp.numel(),), dtype=inp.dtype)
+        req = self._start("gather", _dense(inp), flat, code, peer=root)
+
+        def after():
+            _unflatten(flat, outs)
+            return list(outs)
+        return self._work(req, _nbytes(flat), after)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         out = _one(output_tensors, "scatter")
-        _code(out, "scatter")
+        code = _code(out, "scatter")
         root = getattr(opts, "rootRank", 0)
-        if self._r != root:
-            self._recv(out, root)
-            return _done([out])
-        ins = _one(input_tensors, "scatter")
-        if len(ins) != self._n:
-            raise ValueError(f"distcomm: scatter: {len(ins)} inputs for {self._n} ranks")
-        _check_like(ins, out, "scatter")
-        for p in range(self._n):
-            if p == root:
-                with torch.no_grad():
-                    out.copy_(ins[p].view_as(out))
-            else:
-                self._send(ins[p], p)
-        return _done([out])
+        flat = None
+        if self._r == root:
+            ins = _one(input_tensors, "scatter")
+            if len(ins) != self._n:
+                raise ValueError(f"distcomm: scatter: {len(ins)} inputs for {self._n} ranks")
+            _check_like(ins, out, "scatter")
+            flat = torch.cat([t.detach().reshape(-1) for t in ins])
+        w = _dense(out)
+        req = self._start("scatter", flat, w, code, peer=root)
+
+        def after():
+            _back(w, out)
+            return [out]
+        return self._work(req, _nbytes(out) * (self._n if flat is not None else 1), after)
+
+    # -- point to point
 
     def send(self, tensors, dstRank, tag=0):
         t = _one(tensors, "send")
@@ -459,16 +691,30 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         raise NotSupportedError("distcomm: recv from any source is not supported "
                                 "(name the source rank)")
 
+    def _start_p2p(self, kind, t, peer):
+        """(request, after) of a send or recv."""
+        w = _dense(t)
+        if kind == "send":
+            return self._start("send", w, None, _CODES[t.dtype], peer=peer), lambda: [t]
+
+        def after():
+            _back(w, t)
+            return [t]
+        return self._start("recv", None, w, _CODES[t.dtype], peer=peer), after
+
     def _p2p(self, kind, t, peer):
+        """A send or recv. Requests run one at a time in issue order, so a
+        lone isend waits for its recv before anything behind it runs (as a
+        blocking send would)."""
         if not 0 <= peer < self._n or peer == self._r:
             raise InvalidArgumentError(f"distcomm: {kind}: peer {peer} is not another "
                                        f"rank of this group of {self._n}")
         if self._queue is None:
-            (self._send if kind == "send" else self._recv)(t, peer)
-            return _done([t])
-        fut = torch.futures.Future()
-        self._queue.append((kind, t, peer, fut))
-        return _create_work_from_future(fut)
+            req, after = self._start_p2p(kind, t, peer)
+            return self._work(req, _nbytes(t), after)
+        work, complete = _pending_work()
+        self._queue.append((kind, t, peer, complete))
+        return work
 
     def _start_coalescing(self):
         if self._queue is not None:
@@ -476,29 +722,44 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         self._queue = []
 
     def _end_coalescing(self, reqs=None):
-        """Runs the queued send/recv: peer by peer in the order of the pair
-        (min rank, max rank), the same on every rank, so each pair's turn
-        comes on both sides together; in a pair the lower rank sends first."""
-        queue, self._queue = self._queue or [], None
-        peers = sorted({p for _, _, p, _ in queue},
+        """Issues the queued send/recv as requests: peer by peer in the order
+        of the pair (min rank, max rank), the same on every rank, so each
+        pair's turn comes on both sides together; in a pair the lower rank
+        sends first. They run in the background; their futures complete
+        when they do."""
+        queue_, self._queue = self._queue or [], None
+        peers = sorted({p for _, _, p, _ in queue_},
                        key=lambda p: (min(p, self._r), max(p, self._r)))
         order = []
         for p in peers:
-            mine = [q for q in queue if q[2] == p]
+            mine = [q for q in queue_ if q[2] == p]
             first = "send" if self._r < p else "recv"
             order += [q for q in mine if q[0] == first] + [q for q in mine if q[0] != first]
-        for i, (kind, t, peer, fut) in enumerate(order):
+        for i, (kind, t, peer, complete) in enumerate(order):
             try:
-                (self._send if kind == "send" else self._recv)(t, peer)
+                req, after = self._start_p2p(kind, t, peer)
             except Exception as e:
-                for *_, f in order[i:]:
-                    f.set_exception(e)
+                for *_, c in order[i:]:
+                    c(None, e)
                 raise
-            fut.set_result([t])
+            self._completer.put(req, after, complete)
 
     def barrier(self, opts=None):
-        _c.barrier(self._g)
+        _c.barrier(self._g)  # after every request issued before it
         return _done([])
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def _unflatten(flat, outs, counts=None):
+    """flat's consecutive parts into the tensors outs (counts elements each;
+    equal parts when None)."""
+    counts = counts or [o.numel() for o in outs]
+    with torch.no_grad():
+        for o, part in zip(outs, flat.split(counts)):
+            o.copy_(part.view_as(o))
 
 
 # ---- creating groups -------------------------------------------------------

@@ -15,6 +15,8 @@ typedef struct {
   Py_buffer in, out;
   int has_in, has_out;
   int done;
+  int detached;  /* wait_detached() is waiting on it (GIL released) */
+  size_t *v;     /* all_to_allv: send counts, offsets, recv counts, offsets */
   dc_status status;
   char err[512];
 } pydc_request;
@@ -35,6 +37,8 @@ static void finish(pydc_request *self, dc_status st) {
   dc_request_free(self->r); /* completed: returns at once */
   self->r = NULL;
   release(self);
+  PyMem_RawFree(self->v);
+  self->v = NULL;
 }
 
 static void request_dealloc(pydc_request *self) {
@@ -45,6 +49,7 @@ static void request_dealloc(pydc_request *self) {
     Py_END_ALLOW_THREADS
   }
   release(self);
+  PyMem_RawFree(self->v);
   Py_XDECREF(self->group);
   Py_XDECREF(self->result);
   PyObject_Free(self);
@@ -57,8 +62,19 @@ static PyObject *outcome(pydc_request *self) {
   return self->result;
 }
 
+static int not_detached(pydc_request *self) {
+  if (!self->detached)
+    return 0;
+  PyErr_SetString(PyExc_RuntimeError,
+                  "distcomm: another thread is waiting on this request "
+                  "(wait_detached)");
+  return -1;
+}
+
 static PyObject *request_wait(pydc_request *self, PyObject *unused) {
   (void)unused;
+  if (not_detached(self) < 0)
+    return NULL;
   if (self->done)
     return outcome(self);
   pydc_group *grp = (pydc_group *)self->group;
@@ -78,8 +94,32 @@ static PyObject *request_wait(pydc_request *self, PyObject *unused) {
   return outcome(self);
 }
 
+/* wait() for a thread that only waits (distcomm.torch's completion thread):
+ * the group is not claimed, so the thread that uses it goes on issuing ops
+ * meanwhile (the library's queue is locked; the request may run here when it
+ * is the head nobody runs yet, in order, as dc_wait does). Bounded as wait()
+ * is. While it waits, wait() and is_completed() on the request raise. */
+static PyObject *request_wait_detached(pydc_request *self, PyObject *unused) {
+  (void)unused;
+  if (not_detached(self) < 0)
+    return NULL;
+  if (self->done)
+    return outcome(self);
+  self->detached = 1;
+  dc_request *r = self->r;
+  dc_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = dc_wait(r);
+  Py_END_ALLOW_THREADS
+  self->detached = 0;
+  finish(self, st);
+  return outcome(self);
+}
+
 static PyObject *request_is_completed(pydc_request *self, PyObject *unused) {
   (void)unused;
+  if (not_detached(self) < 0)
+    return NULL;
   if (!self->done) {
     int done = 0;
     dc_status st = dc_test(self->r, &done);
@@ -93,6 +133,9 @@ static PyMethodDef request_methods[] = {
     {"wait", (PyCFunction)request_wait, METH_NOARGS,
      "Wait for the op (GIL released, Ctrl-C interrupts); returns its result "
      "or raises its error."},
+    {"wait_detached", (PyCFunction)request_wait_detached, METH_NOARGS,
+     "wait() for a thread that only waits: the group stays free for the "
+     "thread that issues ops (no Ctrl-C; bounded by the group's timeout)."},
     {"is_completed", (PyCFunction)request_is_completed, METH_NOARGS,
      "True once the op has finished (wait() then returns at once)."},
     {NULL, NULL, 0, NULL},
@@ -190,6 +233,7 @@ static PyObject *py_start(PyObject *m, PyObject *args) {
   if (!q)
     return NULL;
   q->r = NULL, q->has_in = q->has_out = 0, q->done = 0, q->err[0] = '\0';
+  q->detached = 0, q->v = NULL;
   Py_INCREF(grp);
   q->group = (PyObject *)grp;
   Py_INCREF(result);
@@ -222,8 +266,109 @@ fail:
   return NULL;
 }
 
+/* n sizes from a sequence of non-negative ints into v; -1 with an error. */
+static int read_sizes(PyObject *seq, size_t n, size_t *v, const char *what) {
+  PyObject *f = PySequence_Fast(seq, "distcomm: all_to_allv: counts and "
+                                     "offsets must be sequences of ints");
+  if (!f)
+    return -1;
+  int rc = 0;
+  if ((size_t)PySequence_Fast_GET_SIZE(f) != n) {
+    PyErr_Format(PyExc_ValueError,
+                 "distcomm: all_to_allv: %zd %s for a group of %zu",
+                 PySequence_Fast_GET_SIZE(f), what, n);
+    rc = -1;
+  }
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    v[i] = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(f, (Py_ssize_t)i));
+    if (v[i] == (size_t)-1 && PyErr_Occurred())
+      rc = -1;
+  }
+  Py_DECREF(f);
+  return rc;
+}
+
+/* Every block (count c[i] at offset o[i], elements) lies in len elements. */
+static int blocks_fit(const size_t *c, const size_t *o, size_t n, size_t len,
+                      const char *what) {
+  for (size_t i = 0; i < n; i++)
+    if (o[i] > len || c[i] > len - o[i]) {
+      PyErr_Format(PyExc_ValueError,
+                   "distcomm: all_to_allv: %s block %zu (%zu elements at %zu) "
+                   "goes past the buffer of %zu elements", what, i, c[i], o[i],
+                   len);
+      return -1;
+    }
+  return 0;
+}
+
+/* start_v(group, send, send_counts, send_offsets, recv, recv_counts,
+ * recv_offsets, dtype, result) -> Request: dc_iall_to_allv, counts and
+ * offsets in elements (the request keeps its copy of them). */
+static PyObject *py_start_v(PyObject *m, PyObject *args) {
+  (void)m;
+  pydc_group *grp;
+  PyObject *send_obj, *recv_obj, *sc, *so, *rc, *ro, *result;
+  int code;
+  if (!PyArg_ParseTuple(args, "O!OOOOOOiO:start_v", &pydc_group_type, &grp,
+                        &send_obj, &sc, &so, &recv_obj, &rc, &ro, &code,
+                        &result))
+    return NULL;
+  size_t es;
+  if (pydc_check_dtype(code, &es) < 0 || pydc_enter(grp) < 0)
+    return NULL;
+  pydc_leave(grp);
+  size_t n = (size_t)dc_group_size(grp->g);
+  pydc_request *q = PyObject_New(pydc_request, &pydc_request_type);
+  if (!q)
+    return NULL;
+  q->r = NULL, q->has_in = q->has_out = 0, q->done = 0, q->err[0] = '\0';
+  q->detached = 0;
+  Py_INCREF(grp);
+  q->group = (PyObject *)grp;
+  Py_INCREF(result);
+  q->result = result;
+  q->v = PyMem_RawMalloc(4 * n * sizeof *q->v);
+  if (!q->v) {
+    PyErr_NoMemory();
+    goto fail;
+  }
+  if (read_sizes(sc, n, q->v, "send counts") < 0 ||
+      read_sizes(so, n, q->v + n, "send offsets") < 0 ||
+      read_sizes(rc, n, q->v + 2 * n, "recv counts") < 0 ||
+      read_sizes(ro, n, q->v + 3 * n, "recv offsets") < 0)
+    goto fail;
+  if (pydc_get_buffer(send_obj, &q->in, 0, "the input") < 0)
+    goto fail;
+  q->has_in = 1;
+  if (pydc_get_buffer(recv_obj, &q->out, 1, "the output") < 0)
+    goto fail;
+  q->has_out = 1;
+  if (blocks_fit(q->v, q->v + n, n, (size_t)q->in.len / es, "send") < 0 ||
+      blocks_fit(q->v + 2 * n, q->v + 3 * n, n, (size_t)q->out.len / es,
+                 "recv") < 0)
+    goto fail;
+  if (pydc_enter(grp) < 0)
+    goto fail;
+  dc_status st = dc_iall_to_allv(grp->g, q->in.buf, q->v, q->v + n,
+                                 q->out.buf, q->v + 2 * n, q->v + 3 * n,
+                                 (dc_dtype)code, &q->r);
+  pydc_leave(grp);
+  if (st != DC_OK) {
+    pydc_raise(st, dc_group_last_error(grp->g));
+    goto fail;
+  }
+  return (PyObject *)q;
+fail:
+  Py_DECREF(q);
+  return NULL;
+}
+
 PyMethodDef pydc_request_methods[] = {
     {"start", py_start, METH_VARARGS,
      "start(group, kind, send, recv, dtype, op, peer, result) -> Request"},
+    {"start_v", py_start_v, METH_VARARGS,
+     "start_v(group, send, send_counts, send_offsets, recv, recv_counts, "
+     "recv_offsets, dtype, result) -> Request (all_to_allv, in elements)"},
     {NULL, NULL, 0, NULL},
 };

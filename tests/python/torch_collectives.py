@@ -3,6 +3,11 @@ against Gloo on the same inputs in the same job (a Gloo group made with
 new_group over distcomm's store) and against the exact result computed
 locally (Gloo lacks AVG, reduce_scatter and some dtypes on CPU).
 
+Every test runs twice: as torch.distributed's functions use the backend
+(blocking calls and small ops run on the calling thread), and with every op
+a library request whose Work the completer thread completes, as DDP's
+reducer gets them (inline_bytes -1 and every caller taken for torch's C++).
+
 Run on every rank of a launched job (see CMakeLists.txt); the inputs are
 small integers so that every dtype's result is exact in any order."""
 import pytest
@@ -55,6 +60,14 @@ def on_gloo(fn, *args, **kw):
         raise
 
 
+@pytest.fixture(autouse=True, params=["inline", "background"])
+def mode(request, monkeypatch):
+    if request.param == "background":
+        monkeypatch.setattr(distcomm.torch.ProcessGroupDistcomm, "inline_bytes", -1)
+        monkeypatch.setattr(distcomm.torch, "_caller", lambda: "c++")
+    return request.param
+
+
 def test_the_backend_is_registered_and_sized():
     assert dist.get_backend() == "distcomm"
     assert isinstance(dist.group.WORLD, distcomm.torch.ProcessGroupDistcomm)
@@ -88,8 +101,8 @@ def test_all_reduce_non_contiguous_in_place_and_async():
     base = data(RANK, (6, 8), torch.float32)
     t = base.t()  # not contiguous: copied, reduced, copied back
     work = dist.all_reduce(t, async_op=True)
-    assert work.is_completed()
     work.wait()
+    assert work.is_completed()
     want = exact("SUM", [data(r, (6, 8), torch.float32).t() for r in range(SIZE)])
     assert same(t, want) and same(base.t(), want)  # in base's own memory
     p = torch.nn.Parameter(torch.ones(4))  # requires grad: written all the same
@@ -177,13 +190,18 @@ def test_gather_scatter_reduce_from_every_root():
     for root in range(SIZE):
         x = data(RANK, (7,), torch.int32)
         outs = [torch.empty_like(x) for _ in range(SIZE)] if RANK == root else None
+        gouts = [torch.empty_like(x) for _ in range(SIZE)] if RANK == root else None
         dist.gather(x, outs, dst=root)
+        dist.gather(x, gouts, dst=root, group=GLOO)
         if RANK == root:
             assert all(torch.equal(outs[r], data(r, (7,), torch.int32)) for r in range(SIZE))
-        out = torch.empty(7, dtype=torch.int32)
+            assert all(torch.equal(o, g) for o, g in zip(outs, gouts))
+        out, gout = torch.empty(7, dtype=torch.int32), torch.empty(7, dtype=torch.int32)
         ins = [data(root * 10 + p, (7,), torch.int32) for p in range(SIZE)]
         dist.scatter(out, ins if RANK == root else None, src=root)
+        dist.scatter(gout, ins if RANK == root else None, src=root, group=GLOO)
         assert torch.equal(out, data(root * 10 + RANK, (7,), torch.int32))
+        assert torch.equal(out, gout)
         t, g = x.clone(), x.clone()
         dist.reduce(t, root, op=dist.ReduceOp.MAX)
         dist.reduce(g, root, op=dist.ReduceOp.MAX, group=GLOO)

@@ -2,7 +2,10 @@
 job: the same seed and data give the same parameters (bit-identical on 2
 ranks, where a sum of two has one order; within float32 rounding on more),
 with several bucket sizes, no_sync gradient accumulation and unused
-parameters. Every rank must also end with the same parameters."""
+parameters. Every rank must also end with the same parameters. Each runs
+with the backend's default inline_bytes and with inline_bytes -1, where
+every bucket's all_reduce is a library request that DDP's reducer waits on
+through its future (the overlap with backward)."""
 import pytest
 
 from torch_common import GLOO, RANK, SIZE, dist, torch  # skips without torch
@@ -23,13 +26,15 @@ class Net(nn.Module):
         return self.head(self.body(x))
 
 
-def train(group, steps=12, bucket_cap_mb=25, accumulate=1, unused=False):
+def train(group, steps=12, bucket_cap_mb=25, accumulate=1, unused=False, hook=None):
     """Parameters after training; the initial weights differ per rank, so
     DDP's broadcast from rank 0 is exercised too."""
     torch.manual_seed(100 + RANK)
     model = Net(unused)
     ddp = DDP(model, process_group=group, bucket_cap_mb=bucket_cap_mb,
               find_unused_parameters=unused)
+    if hook is not None:
+        ddp.register_comm_hook(group, hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     gen = torch.Generator().manual_seed(7 + RANK)  # each rank its own data
     for step in range(steps):
@@ -55,12 +60,22 @@ def check(ours, gloo):
     assert all(torch.equal(e, every[0]) for e in every)
 
 
+@pytest.fixture(autouse=True, params=["inline", "background"])
+def mode(request, monkeypatch):
+    if request.param == "background":
+        monkeypatch.setattr(distcomm.torch.ProcessGroupDistcomm, "inline_bytes", -1)
+    return request.param
+
+
 @pytest.mark.parametrize("bucket_cap_mb", [0.002, 0.02, 25])
-def test_ddp_matches_gloo(bucket_cap_mb):
+def test_ddp_matches_gloo(bucket_cap_mb, mode):
     world = distcomm.torch.ProcessGroupDistcomm
     assert isinstance(dist.group.WORLD, world)
     before = dist.group.WORLD.group.collectives()
+    completed = dist.group.WORLD._completer.completed
     ours = train(None, bucket_cap_mb=bucket_cap_mb)
+    if mode == "background":  # the reducer's futures came from the completer
+        assert dist.group.WORLD._completer.completed - completed >= 12
     # the gradients went through distcomm: at least one all_reduce a step
     assert dist.group.WORLD.group.collectives() - before >= 12
     check(ours, train(GLOO, bucket_cap_mb=bucket_cap_mb))
@@ -77,3 +92,15 @@ def test_ddp_no_sync_accumulation_matches_gloo():
 def test_ddp_unused_parameters_matches_gloo():
     ours = train(None, unused=True)
     check(ours, train(GLOO, unused=True))
+
+
+def test_ddp_with_a_python_comm_hook_matches_gloo(mode):
+    """torch's own Python hook: dist.all_reduce(async_op=True).get_future()
+    (our Work's future, completed by the completer) handed to the reducer."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    world = dist.group.WORLD
+    completed = world._completer.completed
+    ours = train(world, hook=allreduce_hook)
+    if mode == "background":  # every bucket: a request, get_future() its future
+        assert world._completer.completed - completed >= 12
+    check(ours, train(GLOO, hook=allreduce_hook))

@@ -141,10 +141,13 @@ def test_a_distcomm_subgroup_of_a_gloo_world_is_refused(tmp_path):
                     "init_process_group('distcomm')"] * 2
 
 
-@pytest.mark.parametrize("mode", ["all_reduce", "ddp"])
+@pytest.mark.parametrize("mode", ["all_reduce", "ddp", "ddp_async", "ddp_hook", "async"])
 def test_killed_peer_raises_naming_it(mode, tmp_path):
     """A job of two started by hand (the launcher would stop the survivor):
-    rank 1 is killed with SIGKILL while rank 0 waits on it."""
+    rank 1 is killed with SIGKILL while rank 0 waits on it. (Known defect,
+    not checked here: with "ddp_hook" rank 0 sometimes aborts at exit,
+    after it printed the error, with torch's "terminate called after
+    throwing" the same error; about 1 run in 6.)"""
     if RANK != 0:
         pytest.skip("runs its own job, once per launch")
     hostfile = hostfile_of(tmp_path, 2)
@@ -155,20 +158,29 @@ def test_killed_peer_raises_naming_it(mode, tmp_path):
     try:
         assert procs[1].stdout.readline().strip() == "ready"
         assert procs[0].stdout.readline().strip() == "ready"
-        if mode == "ddp":  # the failure comes inside backward's all_reduce
+        if mode.startswith("ddp"):  # the failure comes inside backward's all_reduce
             assert procs[0].stdout.readline().strip() == "forward done"
+        if mode == "async":  # the three requests started without waiting for rank 1
+            assert procs[0].stdout.readline().strip() == "issued"
         time.sleep(0.3)  # rank 0 is now waiting on rank 1
         procs[1].kill()
         t0 = time.monotonic()
         line = procs[0].stdout.readline().strip()
         elapsed = time.monotonic() - t0
+        # each later request fails too, with the first failure's detail
+        rest = [procs[0].stdout.readline().strip() for _ in range(2)] if mode == "async" \
+            else []
     finally:
         for p in procs:
             p.kill()
             p.wait()
     # DDP's all_reduce runs inside torch's autograd engine, which re-raises
-    # the error as a RuntimeError whose message starts with its type
-    assert line.startswith("PeerLostError all_sum:" if mode == "all_reduce" else
-                           "RuntimeError PeerLostError: all_sum:"), line
+    # the error as a RuntimeError whose message gives its type (after "Got the
+    # following error when running the callback: " when it came from a request)
+    if mode in ("all_reduce", "async"):
+        assert line.startswith("PeerLostError all_sum:"), line
+    else:
+        assert line.startswith("RuntimeError ") and "PeerLostError: all_sum:" in line, line
     assert "rank 1" in line, line
+    assert rest == [line] * len(rest)
     assert elapsed < 3.0
