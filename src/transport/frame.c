@@ -212,6 +212,9 @@ const char *dc_hello_reason_text(uint32_t reason) {
   case DC_REFUSE_NO_TOKEN:
     return "the connecting rank has a DISTCOMM_JOB_TOKEN, the accepting rank "
            "has none (start every rank through distcomm-launch, or none)";
+  case DC_REFUSE_SECURE:
+    return "DISTCOMM_SECURE differs between the two ranks (authenticated "
+           "frames on one, not on the other): set it alike on every rank";
   }
   return "refused";
 }
