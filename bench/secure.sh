@@ -3,10 +3,12 @@
 # all_sum (float32) per size on NRANKS (default 2) ranks over TCP
 # (DISTCOMM_SHM=0), through the launcher (which sets the job token), with
 # and without DISTCOMM_SECURE=1 in turns in one run (ROUNDS, default 3).
-# Each figure is the median over the rounds of distcomm-perf's own median of
-# 3 timed runs; ratio = time with SECURE / time without (1.00x = free).
-# OLD=dir adds a third column, another build's distcomm-perf without SECURE
-# (is the default path as fast as before?). Ends with `uptime` and the
+# Each figure is the median (and the best) over the rounds of
+# distcomm-perf's own median of 3 timed runs; ratio = time with SECURE /
+# time without (1.00x = free). On a loaded host the best of the rounds is
+# the steadier figure. OLD=dir adds another build's distcomm-perf without
+# SECURE (is the default path as fast as before?). Ends with `uptime`,
+# bench-seal-rate (one core's tag and check rate, no network) and the
 # host's memcpy rate (../shared/bench/peers/membw.c).
 set -u
 build=${1:-build}
@@ -31,24 +33,28 @@ for ((i = 0; i < rounds; i++)); do
   done
 done
 med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-echo "all_sum float32, $n ranks over TCP (DISTCOMM_SHM=0), median of $rounds rounds"
-hdr=$(printf '%10s %12s %12s %8s %14s' bytes "plain (us)" "secure (us)" ratio "secure GB/s")
-[ -n "${OLD:-}" ] && hdr="$hdr $(printf '%12s %10s' "old (us)" "old/plain")"
-echo "$hdr"
+best() { sort -g | head -1; }
+echo "all_sum float32, $n ranks over TCP (DISTCOMM_SHM=0), $rounds rounds"
+hdr=$(printf '%10s %11s %11s %7s %11s %11s %7s' bytes "plain med" "secure med" ratio \
+  "plain best" "secure best" ratio)
+[ -n "${OLD:-}" ] && hdr="$hdr $(printf '%10s %9s' "old best" "old/plain")"
+echo "$hdr (us)"
 for s in $(awk '{ print $2 }' "$tmp/all" | sort -gu); do
-  p=$(awk -v s="$s" '$1 == "plain" && $2 == s { print $3 }' "$tmp/all" | med)
-  q=$(awk -v s="$s" '$1 == "secure" && $2 == s { print $3 }' "$tmp/all" | med)
-  line=$(awk -v s="$s" -v p="$p" -v q="$q" 'BEGIN {
-    printf "%10d %12.2f %12.2f %7.2fx %14.3f", s, p, q, q / p, s / q / 1e3 }')
+  get() { awk -v s="$s" -v m="$1" '$1 == m && $2 == s { print $3 }' "$tmp/all"; }
+  p=$(get plain | med) q=$(get secure | med)
+  pb=$(get plain | best) qb=$(get secure | best)
+  line=$(awk -v s="$s" -v p="$p" -v q="$q" -v pb="$pb" -v qb="$qb" 'BEGIN {
+    printf "%10d %11.2f %11.2f %6.2fx %11.2f %11.2f %6.2fx", s, p, q, q / p, pb, qb, qb / pb }')
   if [ -n "${OLD:-}" ]; then
-    o=$(awk -v s="$s" '$1 == "old" && $2 == s { print $3 }' "$tmp/all" | med)
-    line="$line $(awk -v o="$o" -v p="$p" 'BEGIN { printf "%12.2f %9.2fx", o, o / p }')"
+    o=$(get old | best)
+    line="$line $(awk -v o="$o" -v p="$pb" 'BEGIN { printf "%10.2f %8.2fx", o, o / p }')"
   fi
   echo "$line"
 done
 echo "runs (mode, bytes, us):"
 sed 's/^/  /' "$tmp/all" | paste - - - - - - - | head -40
 echo "load after: $(uptime)"
+[ -x "$build/bin/bench-seal-rate" ] && "$build/bin/bench-seal-rate" 64 5
 membw=$(dirname "$0")/../../shared/bench/peers/membw.c
 [ -f "$membw" ] || membw=/work/shared/bench/peers/membw.c
 if [ -f "$membw" ] && cc -O2 -o "$tmp/membw" "$membw" 2>/dev/null; then
