@@ -23,13 +23,13 @@ echo "load before: $(uptime)"
 for ((i = 0; i < rounds; i++)); do
   for m in "${modes[@]}"; do
     b=$build sec=0
-    [ $m = secure ] && sec=1
-    [ $m = old ] && b=$OLD
+    [ "$m" = secure ] && sec=1
+    [ "$m" = old ] && b=$OLD
     DISTCOMM_SHM=0 DISTCOMM_SECURE=$sec timeout 600 "$b/bin/distcomm-launch" \
       -n "$n" -- "$b/bin/distcomm-perf" -t all_reduce -l "$sizes" -R 3 -c 1 -P \
       >"$tmp/$m.$i" 2>&1 || { cat "$tmp/$m.$i"; echo "FAIL - $m round $i"; exit 1; }
     grep -q "0 wrong elements" "$tmp/$m.$i" || { cat "$tmp/$m.$i"; echo "FAIL - $m: check"; exit 1; }
-    awk -v m=$m '$1 == "allreduce" { print m, $2, $4 }' "$tmp/$m.$i" >>"$tmp/all"
+    awk -v m="$m" '$1 == "allreduce" { print m, $2, $4 }' "$tmp/$m.$i" >>"$tmp/all"
   done
 done
 med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
