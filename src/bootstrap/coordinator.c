@@ -71,14 +71,15 @@ static dc_status send_msg(int fd, const msg *m, const char *payload,
              ? dc_sock_write_all(fd, payload, m->len, deadline) : st;
 }
 
-/* Addresses one per line into out[0..n): each must parse. */
+/* Addresses one per line into out[0..n): each must parse. The last line
+ * may lack its newline: then p steps past end, and nothing more is read. */
 static dc_status parse_lines(const char *text, size_t len, dc_addr *out,
                              int n, char *err, size_t errlen) {
   const char *p = text, *end = text + len;
   for (int i = 0; i < n; i++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
     char one[80], why[160];
-    size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    size_t l = nl ? (size_t)(nl - p) : p < end ? (size_t)(end - p) : 0;
     if (p >= end || l >= sizeof one) {
       snprintf(err, errlen, "address %d of %d is missing or too long", i, n);
       return DC_ERR_CONFIG;
@@ -148,7 +149,8 @@ static void admit(server *s, int k) {
     snprintf(s->why, sizeof s->why, "world size disagreement: the process "
              "at %s (rank %u) was started with %u ranks, rank 0 with %d",
              jo->from, m->rank, m->size, c->size);
-  } else if (m->rank == 0 || (int)m->rank >= c->size) {
+  } else if (m->rank == 0 || m->rank >= (uint32_t)c->size) { /* unsigned:
+                                     a rank of 2^31 or more is out too */
     snprintf(s->why, sizeof s->why, "the process at %s claims rank %u, which "
              "%s", jo->from, m->rank, m->rank ? "is out of range"
              : "is the coordinator's own (two processes started as rank 0?)");

@@ -42,6 +42,9 @@
   X(JOB_TOKEN_FILE, "DISTCOMM_JOB_TOKEN_FILE", TEXT, "unset", 0, 0,          \
     "a file (mode 600, ours) whose first line is the job token, when "         \
     "DISTCOMM_JOB_TOKEN is unset")                                             \
+  X(SECURE, "DISTCOMM_SECURE", TEXT, "0", 0, 0,                               \
+    "1 or auth: every frame on TCP carries a MAC under a per-connection key "  \
+    "from the job token (needs a token; nothing is encrypted)")                \
   X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                           \
     "TCP connections per hostfile address (1 to 16)")                          \
   X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,           \

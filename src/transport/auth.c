@@ -23,6 +23,15 @@ typedef int (*hash_fn)(unsigned char *out, size_t outlen,
                        const unsigned char *key, size_t keylen);
 typedef int (*memcmp_fn)(const void *a, const void *b, size_t len);
 typedef void (*memzero_fn)(void *p, size_t len);
+typedef int (*poly_init_fn)(void *state, const unsigned char *key);
+typedef int (*poly_update_fn)(void *state, const unsigned char *in,
+                              unsigned long long inlen);
+typedef int (*poly_final_fn)(void *state, unsigned char *out);
+typedef size_t (*size_fn)(void);
+
+/* Room for libsodium's crypto_onetimeauth_poly1305_state (256 bytes,
+ * 16-aligned, in every release); checked when it is loaded. */
+#define POLY_STATE_MAX 512
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const char *soname = "libsodium.so.23";
@@ -31,6 +40,9 @@ static struct {
   hash_fn hash;
   memcmp_fn cmp;
   memzero_fn zero;
+  poly_init_fn poly_init;
+  poly_update_fn poly_update;
+  poly_final_fn poly_final;
 } na;                        /* all set, or all NULL */
 static char load_error[256]; /* written once inside pthread_once */
 
@@ -43,6 +55,10 @@ typedef union sym {
   hash_fn hash;
   memcmp_fn cmp;
   memzero_fn zero;
+  poly_init_fn poly_init;
+  poly_update_fn poly_update;
+  poly_final_fn poly_final;
+  size_fn size;
 } sym;
 
 static sym lookup(void *lib, const char *name) {
@@ -64,8 +80,20 @@ static void load_sodium(void) {
   sym init = lookup(lib, "sodium_init"), rnd = lookup(lib, "randombytes_buf");
   sym hash = lookup(lib, "crypto_generichash");
   sym cmp = lookup(lib, "sodium_memcmp"), zero = lookup(lib, "sodium_memzero");
-  if (!init.p || !rnd.p || !hash.p || !cmp.p || !zero.p) {
+  sym pi = lookup(lib, "crypto_onetimeauth_poly1305_init");
+  sym pu = lookup(lib, "crypto_onetimeauth_poly1305_update");
+  sym pf = lookup(lib, "crypto_onetimeauth_poly1305_final");
+  sym ps = lookup(lib, "crypto_onetimeauth_poly1305_statebytes");
+  if (!init.p || !rnd.p || !hash.p || !cmp.p || !zero.p || !pi.p || !pu.p ||
+      !pf.p || !ps.p) {
     dlclose(lib); /* nothing from it is in use yet */
+    return;
+  }
+  if (ps.size() > POLY_STATE_MAX) {
+    snprintf(load_error, sizeof load_error, "its Poly1305 state is %zu "
+             "bytes, more than the %d this library has room for", ps.size(),
+             POLY_STATE_MAX);
+    dlclose(lib);
     return;
   }
   if (init.init() < 0) { /* 0 ready, 1 already was; < 0 no randomness */
@@ -78,6 +106,9 @@ static void load_sodium(void) {
   na.hash = hash.hash;
   na.cmp = cmp.cmp;
   na.zero = zero.zero;
+  na.poly_init = pi.poly_init;
+  na.poly_update = pu.poly_update;
+  na.poly_final = pf.poly_final;
 }
 
 void dc_auth_set_soname_for_tests(const char *name) { soname = name; }
@@ -174,6 +205,29 @@ static dc_status read_env_token(dc_auth *a, char *err, size_t errlen) {
   return st;
 }
 
+/* DISTCOMM_SECURE: 0 (unset), or 1 = auth; a->on must be known. */
+static dc_status read_secure(dc_auth *a, char *err, size_t errlen) {
+  const char *v = dc_env_str(DC_ENV_SECURE);
+  a->secure = 0;
+  if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off"))
+    return DC_OK;
+  if (strcmp(v, "1") != 0 && strcmp(v, "auth") != 0) {
+    snprintf(err, errlen, "DISTCOMM_SECURE=%.40s: use 0 (frames not "
+             "authenticated) or 1 / auth (every frame on TCP carries a "
+             "MAC; nothing is encrypted)", v);
+    return DC_ERR_CONFIG;
+  }
+  if (!a->on) {
+    snprintf(err, errlen, "DISTCOMM_SECURE=%s needs a job token (the MAC "
+             "keys come from it): start the ranks through distcomm-launch, "
+             "or set DISTCOMM_JOB_TOKEN (or DISTCOMM_JOB_TOKEN_FILE) on "
+             "every rank", v);
+    return DC_ERR_CONFIG;
+  }
+  a->secure = 1;
+  return DC_OK;
+}
+
 dc_status dc_auth_from_env(dc_auth *a, char *err, size_t errlen) {
   pthread_mutex_lock(&env_lock);
   if (!env_token.read) {
@@ -187,6 +241,8 @@ dc_status dc_auth_from_env(dc_auth *a, char *err, size_t errlen) {
   if (st != DC_OK)
     snprintf(err, errlen, "%s", env_token.err);
   pthread_mutex_unlock(&env_lock);
+  if (st == DC_OK && (st = read_secure(a, err, errlen)) != DC_OK)
+    dc_auth_clear(a);
   return st;
 }
 
@@ -209,9 +265,10 @@ static unsigned char *put_le(unsigned char *p, uint64_t v, int bytes) {
 
 static void transcript(const dc_auth_bind *b, int dir,
                        unsigned char out[TRANSCRIPT_BYTES]) {
+  static const char *const labels[] = {"", "dc acceptor", "dc connector",
+                                       "dc session v1"};
   memset(out, 0, 16);
-  memcpy(out, dir == DC_AUTH_BY_ACCEPTOR ? "dc acceptor" : "dc connector",
-         dir == DC_AUTH_BY_ACCEPTOR ? 11 : 12);
+  memcpy(out, labels[dir], strlen(labels[dir]));
   unsigned char *p = out + 16;
   memcpy(p, b->nonce_c, DC_AUTH_NONCE_BYTES);
   memcpy(p + DC_AUTH_NONCE_BYTES, b->nonce_a, DC_AUTH_NONCE_BYTES);
@@ -253,4 +310,82 @@ void dc_auth_clear(dc_auth *a) {
   if (a->on)
     na.zero(a->key, sizeof a->key);
   a->on = 0;
+}
+
+/* ---- authenticated frames ----------------------------------------------- */
+
+#define SESSION 3 /* the transcript's label for the session key */
+
+struct dc_seal {
+  _Alignas(64) unsigned char state[POLY_STATE_MAX]; /* the frame coming in */
+  unsigned char tx_key[DC_AUTH_KEY_BYTES], rx_key[DC_AUTH_KEY_BYTES];
+  uint64_t tx_n, rx_n; /* frames sent, frames begun coming in */
+};
+
+dc_seal *dc_seal_new(const dc_auth *a, const dc_auth_bind *b,
+                     int is_connector) {
+  if (!a->on)
+    return NULL;
+  dc_seal *s = aligned_alloc(64, (sizeof(dc_seal) + 63) / 64 * 64);
+  if (!s)
+    return NULL;
+  memset(s, 0, sizeof *s);
+  unsigned char t[TRANSCRIPT_BYTES], session[DC_AUTH_KEY_BYTES];
+  transcript(b, SESSION, t);
+  na.hash(session, sizeof session, t, sizeof t, a->key, sizeof a->key);
+  unsigned char *c2a = is_connector ? s->tx_key : s->rx_key;
+  unsigned char *a2c = is_connector ? s->rx_key : s->tx_key;
+  na.hash(c2a, DC_AUTH_KEY_BYTES, (const unsigned char *)"c->a", 4, session,
+          sizeof session);
+  na.hash(a2c, DC_AUTH_KEY_BYTES, (const unsigned char *)"a->c", 4, session,
+          sizeof session);
+  na.zero(session, sizeof session);
+  return s;
+}
+
+void dc_seal_free(dc_seal *s) {
+  if (!s)
+    return;
+  na.zero(s, sizeof *s);
+  free(s);
+}
+
+/* Start state for frame n under a direction's key: Poly1305 with the
+ * one-time key BLAKE2b(key, n). */
+static void frame_start(void *state, const unsigned char *key, uint64_t n) {
+  unsigned char num[8], once[32];
+  put_le(num, n, 8);
+  na.hash(once, sizeof once, num, sizeof num, key, DC_AUTH_KEY_BYTES);
+  na.poly_init(state, once);
+  na.zero(once, sizeof once);
+}
+
+void dc_seal_tag(dc_seal *s, const unsigned char *hdr, size_t hn,
+                 const void *payload, size_t n,
+                 unsigned char tag[DC_SEAL_TAG_BYTES]) {
+  _Alignas(64) unsigned char state[POLY_STATE_MAX];
+  frame_start(state, s->tx_key, s->tx_n);
+  na.poly_update(state, hdr, hn);
+  if (n)
+    na.poly_update(state, payload, n);
+  na.poly_final(state, tag);
+}
+
+void dc_seal_sent(dc_seal *s) { s->tx_n++; }
+
+void dc_seal_begin(dc_seal *s, const unsigned char *hdr, size_t hn) {
+  frame_start(s->state, s->rx_key, s->rx_n++);
+  na.poly_update(s->state, hdr, hn);
+}
+
+void dc_seal_update(dc_seal *s, const void *p, size_t n) {
+  na.poly_update(s->state, p, n);
+}
+
+int dc_seal_check(dc_seal *s, const unsigned char tag[DC_SEAL_TAG_BYTES]) {
+  unsigned char want[DC_SEAL_TAG_BYTES];
+  na.poly_final(s->state, want);
+  int ok = na.cmp(want, tag, sizeof want) == 0;
+  na.zero(want, sizeof want);
+  return ok;
 }

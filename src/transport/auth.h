@@ -27,6 +27,7 @@
 
 typedef struct dc_auth {
   int on; /* a token is set: peers must prove it */
+  int secure; /* DISTCOMM_SECURE=1: frames on TCP carry a MAC (needs on) */
   unsigned char key[DC_AUTH_KEY_BYTES];
 } dc_auth;
 
@@ -46,7 +47,9 @@ enum dc_auth_dir { DC_AUTH_BY_ACCEPTOR = 1, DC_AUTH_BY_CONNECTOR = 2 };
 
 /* From DISTCOMM_JOB_TOKEN, read on the first call and then removed from
  * the environment (its key is kept for later calls): a->on = 0 when it is
- * unset or empty. Fails with
+ * unset or empty. a->secure from DISTCOMM_SECURE, read on every call:
+ * DC_ERR_CONFIG for a value other than 0, 1 or auth, or for 1 without a
+ * token (never a silent fall back to unauthenticated frames). Fails with
  * DC_ERR_UNAVAILABLE when the token is set but libsodium cannot be loaded
  * (never a silent fall back to no authentication), DC_ERR_CONFIG when the
  * token is too short. err says which. */
@@ -68,6 +71,42 @@ int dc_auth_verify(const dc_auth *a, const dc_auth_bind *b, int dir,
 
 /* Wipe the key. */
 void dc_auth_clear(dc_auth *a);
+
+/* ---- authenticated frames (DISTCOMM_SECURE) -----------------------------
+ *
+ * Once both proofs of a handshake are good, both ends derive a session key
+ * from the token's key and the whole transcript (both nonces, both hellos'
+ * host keys and flags, the job, group, ranks, size and lane): a keyed
+ * BLAKE2b, as the proofs. Each direction of the connection has its own key
+ * (BLAKE2b of the session key under "c->a" or "a->c"), so a frame cannot be
+ * reflected back to its sender. Frame number n in a direction (data and
+ * abort frames, counted from 0) is followed by a 16-byte Poly1305 tag over
+ * its header and payload, under the one-time key BLAKE2b(direction key, n):
+ * a frame altered, dropped, replayed, reordered or moved to another
+ * connection fails its tag. Nothing is encrypted. */
+#define DC_SEAL_TAG_BYTES 16
+
+typedef struct dc_seal dc_seal;
+
+/* The seal of one connection for the side that is the connector (or not),
+ * after both proofs of b were checked; NULL when out of memory. */
+dc_seal *dc_seal_new(const dc_auth *a, const dc_auth_bind *b,
+                     int is_connector);
+/* Wipe the keys and free (NULL is fine). */
+void dc_seal_free(dc_seal *s);
+/* Sending: the tag of the next outgoing frame (hdr, then payload); the
+ * frame's number is taken by dc_seal_sent, once its first byte is out (a
+ * frame made but never started leaves the count as it was). */
+void dc_seal_tag(dc_seal *s, const unsigned char *hdr, size_t hn,
+                 const void *payload, size_t n,
+                 unsigned char tag[DC_SEAL_TAG_BYTES]);
+void dc_seal_sent(dc_seal *s);
+/* Receiving, streamed: begin the next incoming frame with its header, add
+ * its payload as it arrives, then check its tag: 1 when it matches
+ * (constant-time compare). One frame at a time per seal. */
+void dc_seal_begin(dc_seal *s, const unsigned char *hdr, size_t hn);
+void dc_seal_update(dc_seal *s, const void *p, size_t n);
+int dc_seal_check(dc_seal *s, const unsigned char tag[DC_SEAL_TAG_BYTES]);
 
 /* Tests only: the soname to dlopen instead of "libsodium.so.23". Takes effect
  * only before the first token is used in the process (loaded once). */

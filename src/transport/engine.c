@@ -14,6 +14,7 @@
 #include "algo/tune.h"
 #include "core/group.h" /* dc_now */
 #include "kernels/reduce.h"
+#include "transport/auth.h" /* dc_seal: DISTCOMM_SECURE */
 #include "transport/engine.h"
 #include "transport/frame.h"
 #include "transport/shm.h"
@@ -37,6 +38,10 @@ typedef struct xstate {
   int finished;
   unsigned char hdr[DC_FRAME_BYTES];
   size_t hdr_done, done, in_window;
+  /* DISTCOMM_SECURE: the frame's tag after its payload (tag_len 0 without) */
+  size_t tag_len, tag_done;
+  int tagged, counted; /* sending: tag made, first byte out (counter used) */
+  unsigned char tag[DC_SEAL_TAG_BYTES];
 } xstate;
 
 dc_tcp *dc_tcp_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
@@ -71,6 +76,7 @@ void dc_tcp_free(dc_tcp *t) {
     if (t->conns[i].fd >= 0)
       close(t->conns[i].fd);
     free(t->conns[i].window);
+    dc_seal_free(t->conns[i].seal);
   }
   for (int i = 0; i < t->nsegs; i++)
     dc_shm_close(&t->segs[i]);
@@ -94,6 +100,12 @@ void dc_tcp_attach(dc_tcp *t, int peer, int lane, int fd, uint64_t host,
   snprintf(k->addr, sizeof k->addr, "%s", addr);
 }
 
+void dc_tcp_seal(dc_tcp *t, int peer, int lane, dc_seal *seal) {
+  dc_conn *k = &t->conns[peer * t->lanes + lane];
+  dc_seal_free(k->seal);
+  k->seal = seal;
+}
+
 uint64_t dc_tcp_peer_host(const dc_tcp *t, int peer) {
   return t->conns[peer * t->lanes].host;
 }
@@ -108,6 +120,7 @@ void dc_tcp_wire_pipes(dc_tcp *t, int peer, int lane, dc_pipe *tx,
                        dc_pipe *rx) {
   t->conns[peer * t->lanes + lane].tx = tx;
   t->conns[peer * t->lanes + lane].rx = rx;
+  dc_tcp_seal(t, peer, lane, NULL); /* shared memory: not authenticated */
 }
 
 void dc_tcp_set_pid(dc_tcp *t, int peer, int pid) {
@@ -184,15 +197,29 @@ static dc_status lost(dc_tcp *t, const dc_comm *c, dc_conn *k, int err) {
 }
 
 /* The peer failed first and told us why: adopt its status. The first
- * got bytes of its text may already have been read (into *early). */
+ * got bytes of its text may already have been read (into *early). On a
+ * sealed connection the frame (its header hdr) must carry its tag. */
 static dc_status read_abort(dc_tcp *t, dc_conn *k, const dc_frame *f,
-                            const void *early, size_t got) {
+                            const unsigned char *hdr, const void *early,
+                            size_t got) {
   char text[DC_ABORT_TEXT_MAX + 1] = "";
   size_t n = f->len < DC_ABORT_TEXT_MAX ? f->len : DC_ABORT_TEXT_MAX;
   got = got < n ? got : n;
   if (got)
     memcpy(text, early, got);
   dc_sock_read_all(k->fd, text + got, n - got, dc_now() + 1.0);
+  if (k->seal) {
+    unsigned char tag[DC_SEAL_TAG_BYTES];
+    dc_seal_begin(k->seal, hdr, DC_FRAME_BYTES);
+    dc_seal_update(k->seal, text, n);
+    if (f->len != n ||
+        dc_sock_read_all(k->fd, tag, sizeof tag, dc_now() + 1.0) != DC_OK ||
+        !dc_seal_check(k->seal, tag))
+      return fail(t, DC_ERR_AUTH,
+                  "rank %d (%s) sent an abort frame whose MAC does not match "
+                  "(DISTCOMM_SECURE): altered on the way, or not from rank "
+                  "%d", k->peer, k->addr, k->peer);
+  }
   char safe[4 * DC_ABORT_TEXT_MAX + 1]; /* the peer's bytes, made printable */
   dc_escape_text(text, n, safe, sizeof safe);
   dc_status st = (dc_status)(int32_t)f->aux;
@@ -210,7 +237,7 @@ static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
                    "(the ranks are out of step)",
                    k->peer, k->addr);
   if (got.kind == DC_FRAME_ABORT) /* its text may have come with the header */
-    return read_abort(t, k, &got, s->x->buf, s->done);
+    return read_abort(t, k, &got, s->hdr, s->x->buf, s->done);
   char diff[256];
   dc_frame_diff(&want, &got, diff, sizeof diff);
   if (diff[0])
@@ -283,10 +310,38 @@ static ssize_t send_mbox(xstate *s) {
   return (ssize_t)(DC_FRAME_BYTES + s->x->len);
 }
 
+/* A sealed frame's tag, made before its first byte goes (over the whole
+ * payload, which is ready when the send starts); goes out after the last
+ * payload byte, in the same write when it fits. */
+static int tag_iov(xstate *s, struct iovec *iov, int n, int last) {
+  if (!s->tagged) {
+    dc_seal_tag(s->conn->seal, s->hdr, DC_FRAME_BYTES, s->x->buf, s->x->len,
+                s->tag);
+    s->tagged = 1;
+  }
+  if (last)
+    iov[n++] = (struct iovec){s->tag + s->tag_done, s->tag_len - s->tag_done};
+  return n;
+}
+
+/* Of w bytes written past the header, those past the payload were tag. */
+static size_t tag_sent(xstate *s, size_t body) {
+  size_t left = s->x->len - s->done;
+  if (!s->counted) { /* the frame's number is taken once a byte is out */
+    dc_seal_sent(s->conn->seal);
+    s->counted = 1;
+  }
+  if (body > left) {
+    s->tag_done += body - left;
+    body = left;
+  }
+  return body;
+}
+
 static ssize_t step_send(xstate *s) {
   if (by_mbox(s))
     return send_mbox(s);
-  struct iovec iov[2];
+  struct iovec iov[3];
   int n = 0;
   if (s->hdr_done < DC_FRAME_BYTES)
     iov[n++] = (struct iovec){s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done};
@@ -294,14 +349,18 @@ static ssize_t step_send(xstate *s) {
   if (left)
     iov[n++] = (struct iovec){(char *)s->x->buf + s->done,
                               left < most ? left : most};
+  if (s->tag_len)
+    n = tag_iov(s, iov, n, left <= most);
   ssize_t w = conn_writev(s->conn, iov, n);
   if (w <= 0)
     return w;
   size_t h = DC_FRAME_BYTES - s->hdr_done;
   size_t used = (size_t)w < h ? (size_t)w : h;
+  size_t body = (size_t)w - used;
   s->hdr_done += used;
-  s->done += (size_t)w - used;
-  s->conn->tx_left = DC_FRAME_BYTES - s->hdr_done + s->x->len - s->done;
+  s->done += s->tag_len ? tag_sent(s, body) : body;
+  s->conn->tx_left = DC_FRAME_BYTES - s->hdr_done + s->x->len - s->done +
+                     s->tag_len - s->tag_done;
   s->finished = s->conn->tx_left == 0;
   return w;
 }
@@ -346,6 +405,8 @@ static ssize_t step_payload(dc_comm *c, xstate *s) {
   size_t left = s->x->len - s->done - s->in_window;
   if (!s->x->reduce) {
     ssize_t r = conn_read(k, (char *)s->x->buf + s->done, left);
+    if (r > 0 && k->seal)
+      dc_seal_update(k->seal, (char *)s->x->buf + s->done, (size_t)r);
     if (r > 0)
       s->done += (size_t)r;
     return r;
@@ -360,6 +421,8 @@ static ssize_t step_payload(dc_comm *c, xstate *s) {
     room = es - s->in_window % es;
   ssize_t r = conn_read(k, k->window + s->in_window, left < room ? left : room);
   if (r > 0) {
+    if (k->seal) /* before the bytes are reduced away */
+      dc_seal_update(k->seal, k->window + s->in_window, (size_t)r);
     s->in_window += (size_t)r;
     if (s->in_window == WINDOW_BYTES || (size_t)r == left ||
         (k->rx && s->in_window % es == 0))
@@ -418,6 +481,44 @@ static ssize_t recv_mbox(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
   return (ssize_t)(DC_FRAME_BYTES + s->x->len);
 }
 
+/* A sealed frame's tag failed: a peer that failed mid-frame pads the frame
+ * and sends an abort (dc_tcp_poison), so an abort that follows at once
+ * (with a good tag) is the reason; else the frame was altered. */
+static dc_status bad_tag(dc_tcp *t, dc_comm *c, xstate *s) {
+  dc_conn *k = s->conn;
+  unsigned char h[DC_FRAME_BYTES];
+  dc_frame f = frame_of(c, s->x->len);
+  char what[128];
+  if (dc_sock_read_all(k->fd, h, sizeof h, dc_now() + 0.2) == DC_OK &&
+      dc_frame_decode(h, &f) == DC_OK && f.kind == DC_FRAME_ABORT)
+    return read_abort(t, k, &f, h, NULL, 0);
+  f = frame_of(c, s->x->len);
+  dc_frame_describe(&f, what, sizeof what);
+  return fail(t, DC_ERR_AUTH,
+              "rank %d (%s) sent a frame of %s whose MAC does not match "
+              "(DISTCOMM_SECURE): its %zu bytes were altered on the way, or "
+              "do not come from rank %d", k->peer, k->addr, what,
+              s->x->len, k->peer);
+}
+
+/* Read a sealed frame's tag once its payload is in, and check it: the
+ * transfer is finished only when it matches. */
+static ssize_t recv_tag(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st,
+                        ssize_t r) {
+  s->finished = 0;
+  ssize_t g = conn_read(s->conn, s->tag + s->tag_done,
+                        s->tag_len - s->tag_done);
+  if (g < 0)
+    return g;
+  s->tag_done += (size_t)g;
+  if (s->tag_done < s->tag_len)
+    return r + g;
+  if (!dc_seal_check(s->conn->seal, s->tag))
+    *st = bad_tag(t, c, s);
+  s->finished = *st == DC_OK;
+  return r + g;
+}
+
 static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
   dc_conn *k = s->conn;
   ssize_t r;
@@ -428,14 +529,15 @@ static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
     if (r != 0)
       return r;
   }
-  if (s->hdr_done < DC_FRAME_BYTES && !k->rx && !s->x->reduce) {
+  if (s->hdr_done < DC_FRAME_BYTES && !k->rx && !s->x->reduce && !k->seal) {
     r = sock_read_frame(s);
     if (r > 0 && s->hdr_done == DC_FRAME_BYTES)
       *st = check_header(t, c, s);
   } else if (s->hdr_done < DC_FRAME_BYTES) {
     r = conn_read(k, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
-    if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES)
-      *st = check_header(t, c, s);
+    if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES &&
+        (*st = check_header(t, c, s)) == DC_OK && k->seal)
+      dc_seal_begin(k->seal, s->hdr, DC_FRAME_BYTES);
   } else {
     r = 0;
   }
@@ -448,6 +550,8 @@ static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
   }
   s->finished = *st == DC_OK && s->hdr_done == DC_FRAME_BYTES &&
                 s->done == s->x->len;
+  if (s->finished && k->seal)
+    r = recv_tag(t, c, s, st, r);
   return r;
 }
 
@@ -456,7 +560,8 @@ static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
 static dc_status setup(dc_tcp *t, dc_comm *c, dc_xfer *x, int n, xstate *s) {
   for (int i = 0; i < n; i++) {
     dc_conn *k = &t->conns[x[i].peer * t->lanes + x[i].lane];
-    s[i] = (xstate){.x = &x[i], .conn = k, .prev = -1};
+    s[i] = (xstate){.x = &x[i], .conn = k, .prev = -1,
+                    .tag_len = k->seal ? DC_SEAL_TAG_BYTES : 0};
     if (k->fd < 0)
       return fail(t, DC_ERR_INVALID, "no connection to rank %d",
                      x[i].peer);
@@ -563,7 +668,7 @@ static dc_status check_control(dc_tcp *t, dc_comm *c, dc_conn *k) {
     return fail(t, DC_ERR_MISMATCH,
                    "rank %d (%s) sent unexpected bytes on its control "
                    "connection", k->peer, k->addr);
-  return read_abort(t, k, &f, NULL, 0);
+  return read_abort(t, k, &f, h, NULL, 0);
 }
 
 /* Sleep until a socket is ready, or for *backoff_us when a same-host peer
@@ -733,6 +838,12 @@ void dc_tcp_poison(dc_tcp *t, dc_status st, const char *why) {
       dc_frame_encode(&f, h);
       dc_sock_write_all(k->fd, h, sizeof h, deadline);
       dc_sock_write_all(k->fd, why, len, deadline);
+      if (k->seal) { /* sealed: the abort has its tag too */
+        unsigned char tag[DC_SEAL_TAG_BYTES];
+        dc_seal_tag(k->seal, h, sizeof h, why, len, tag);
+        dc_seal_sent(k->seal);
+        dc_sock_write_all(k->fd, tag, sizeof tag, deadline);
+      }
     }
     shutdown(k->fd, SHUT_WR);
     k->tx_left = 0;

@@ -28,6 +28,8 @@ typedef struct dc_conn {
   uint64_t mb_sent, mb_taken; /* mailbox of tx: ours, our copy of theirs */
   uint64_t mb_got;      /* mailbox of rx: messages taken */
   int pid;              /* same-host peer's process, for single copy */
+  struct dc_seal *seal; /* DISTCOMM_SECURE on TCP: frames carry a MAC
+                           (transport/auth.h); NULL otherwise, and on pipes */
 } dc_conn;
 
 typedef struct dc_tcp {
@@ -54,6 +56,11 @@ int dc_tcp_connected(const dc_tcp *t, int peer, int lane);
 void dc_tcp_attach(dc_tcp *t, int peer, int lane, int fd, uint64_t host,
                    const char *addr);
 uint64_t dc_tcp_peer_host(const dc_tcp *t, int peer);
+/* The connection's frame keys (DISTCOMM_SECURE), owned from now on; NULL
+ * for none. Every frame on it then ends in a tag, checked before the op
+ * returns. A connection later wired to pipes drops its seal: same-host
+ * shared memory is not authenticated. */
+void dc_tcp_seal(dc_tcp *t, int peer, int lane, struct dc_seal *seal);
 /* n zeroed slots for shared-memory segments (unmapped by dc_tcp_free);
  * NULL when out of memory. */
 struct dc_shm_seg *dc_tcp_new_segs(dc_tcp *t, int n);

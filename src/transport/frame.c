@@ -217,6 +217,9 @@ const char *dc_hello_reason_text(uint32_t reason) {
            "that is not the claimed rank's (if a rank connects from another "
            "interface, give every rank DISTCOMM_JOB_TOKEN or "
            "DISTCOMM_JOB_TOKEN_FILE)";
+  case DC_REFUSE_SECURE:
+    return "DISTCOMM_SECURE differs between the two ranks (authenticated "
+           "frames on one, not on the other): set it alike on every rank";
   }
   return "refused";
 }

@@ -83,7 +83,10 @@ void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
  *   acceptor -> connector  PROOF right after HELLO_OK
  *   connector -> acceptor  PROOF once it has checked the acceptor's */
 enum dc_hello_kind { DC_HELLO = 1, DC_HELLO_OK = 2, DC_HELLO_REFUSED = 3 };
-enum dc_hello_flags { DC_HELLO_TOKEN = 1 }; /* the sender will prove a token */
+enum dc_hello_flags {
+  DC_HELLO_TOKEN = 1,  /* the sender will prove a token */
+  DC_HELLO_SECURE = 2, /* DISTCOMM_SECURE: its frames carry a MAC */
+};
 
 typedef struct dc_hello {
   uint32_t kind;     /* dc_hello_kind */
@@ -105,6 +108,7 @@ enum dc_hello_reason {
   DC_REFUSE_AUTH,     /* this rank has a token, the peer offered none */
   DC_REFUSE_NO_TOKEN, /* the peer has a token, this rank has none */
   DC_REFUSE_SOURCE,   /* no token, and the peer's address is not the rank's */
+  DC_REFUSE_SECURE,   /* DISTCOMM_SECURE differs between the two */
 };
 
 void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]);

@@ -8,8 +8,12 @@ connection to the target, forwarding both ways. One fault at most:
   --stall S --after B once B bytes have gone through (both ways, all
                       connections), forward nothing for S seconds
   --cut --after B     once B bytes have gone through, close every connection
-Prints "relay listening PORT" when ready, and "relay: stall at WALL" or
-"relay: cut at WALL" (wall-clock seconds) when the fault begins. Runs until
+  --flip --after B    flip one bit (0x40) of byte number B of the stream
+                      (both ways, all connections, counted from 0) and
+                      forward everything else as it is: an on-path attacker
+Prints "relay listening PORT" when ready, and "relay: stall at WALL",
+"relay: cut at WALL" or "relay: flip at WALL" (wall-clock seconds) when the
+fault begins. Runs until
 killed. Only the standard library: tests use Debian's /usr/bin/python3.
 """
 import argparse
@@ -30,13 +34,27 @@ class Faults:
         self.fired = False
         self.stall_until = 0.0
         self.socks = []
+        self.flipped = 0  # --flip: bytes handed to writers so far
+
+    def flip(self, data):
+        """--flip: data with the chosen byte flipped, if it falls in data."""
+        a = self.args
+        with self.lock:
+            start = self.flipped
+            self.flipped += len(data)
+            if not start <= a.after < start + len(data):
+                return data
+            at = a.after - start
+            print("relay: flip at %.6f after %d bytes" % (time.time(), a.after),
+                  flush=True)
+        return data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1:]
 
     def count(self, n):
         """Count n forwarded bytes; fire the fault when the mark is passed."""
         a = self.args
         with self.lock:
             self.moved += n
-            if self.fired or a.after is None or self.moved < a.after:
+            if self.fired or a.flip or a.after is None or self.moved < a.after:
                 return
             self.fired = True
             what = "stall" if a.stall else "cut"
@@ -83,6 +101,8 @@ def writer(dst, q, faults):
         faults.hold()
         if faults.fired and faults.args.cut:
             break
+        if faults.args.flip:
+            data = faults.flip(data)
         try:
             dst.sendall(data)
         except OSError:
@@ -118,6 +138,7 @@ def main():
     p.add_argument("--delay", type=float, default=0.0)
     p.add_argument("--stall", type=float, default=0.0)
     p.add_argument("--cut", action="store_true")
+    p.add_argument("--flip", action="store_true")
     p.add_argument("--after", type=int)
     args = p.parse_args()
     host, port = args.target.rsplit(":", 1)

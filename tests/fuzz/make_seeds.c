@@ -37,6 +37,15 @@ static int hellos(const char *dir) {
   dc_hello_encode(&h, b);
   bad |= put(dir, "hello", "hello_token", b, DC_HELLO_BYTES);
   bad |= put(dir, "hello", "hello_short", b, 20);
+  h.flags |= DC_HELLO_SECURE; /* DISTCOMM_SECURE */
+  dc_hello_encode(&h, b);
+  bad |= put(dir, "hello", "hello_secure", b, DC_HELLO_BYTES);
+  h.kind = DC_HELLO_REFUSED;
+  h.reason = DC_REFUSE_SECURE;
+  dc_hello_encode(&h, b);
+  bad |= put(dir, "hello", "refused_secure", b, DC_HELLO_BYTES);
+  h = base();
+  dc_hello_encode(&h, b);
   dc_proof_encode(mac, b + DC_HELLO_BYTES);
   bad |= put(dir, "hello", "hello_and_proof", b, sizeof b);
   h.flags = 0;

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/distcomm-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 status=0
-for t in hostfile hello frame agent_wire; do
+for t in hostfile hello frame agent_wire coordinator; do
   bin=$build/tests/fuzz/fuzz_$t
   if [ ! -x "$bin" ]; then
     echo "FAIL - $bin is missing (configure with -DCMAKE_C_COMPILER=clang -DDC_FUZZ=ON)"

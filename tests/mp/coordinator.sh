@@ -129,6 +129,33 @@ start size 1 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=1 MLX_WORLD_SIZE=3 \
 expect_err size 0 2500 ERR_CONFIG "world size disagreement" "3 ranks" "rank 0 with 2"
 expect_err size 1 2500 ERR_CONFIG "world size disagreement" "3 ranks" "rank 0 with 2"
 
+# A stranger's JOIN claiming rank 2^31 + 1 (fuzz_coordinator found rank 0
+# indexing its table with it as a negative int, and crashing): refused as
+# out of range, a clear error on rank 0, no crash.
+p=$(port 10)
+t0=$(now_ms)
+start forged 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=0 MLX_WORLD_SIZE=2 \
+  -- "$probe" init
+/usr/bin/python3 - "$p" <<'PY' >"$mp_tmp/forged.stranger" 2>&1
+import socket, struct, sys, time
+payload = b"127.0.0.1:5001\n"
+join = struct.pack("<IHHIIIIQ", 0x56524344, 1, 1, 2**31 + 1, 2, 1,
+                   len(payload), 0) + payload
+for _ in range(200):  # rank 0 may not listen yet
+    try:
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        break
+    except OSError:
+        time.sleep(0.05)
+s.sendall(join)
+s.settimeout(5)
+try:
+    print("stranger got %d bytes back" % len(s.recv(4096)))
+except OSError as e:
+    print("stranger: %s" % e)
+PY
+expect_err forged 0 5000 ERR_CONFIG "claims rank 2147483649, which is out of range"
+
 # The coordinator dies during the rendezvous: the joined rank knows at once.
 p=$(port 8)
 export DISTCOMM_TIMEOUT=30

@@ -1,5 +1,6 @@
-/* Unit tests of src/transport/auth.c (job-token challenge-response) and of
- * the handshake messages in src/transport/frame.c (hello, proof). */
+/* Unit tests of src/transport/auth.c (job-token challenge-response, the
+ * DISTCOMM_SECURE frame seals) and of the handshake messages in
+ * src/transport/frame.c (hello, proof). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -217,6 +218,150 @@ static void test_proof_roundtrip(void **state) {
   }
 }
 
+/* ---- frame seals (DISTCOMM_SECURE) ----------------------------------------- */
+
+static void test_secure_env(void **state) {
+  (void)state;
+  dc_auth a;
+  char err[256];
+  unsetenv("DISTCOMM_JOB_TOKEN");
+  setenv("DISTCOMM_SECURE", "1", 1);
+  assert_int_equal(dc_auth_from_env(&a, err, sizeof err), DC_OK); /* kept key */
+  assert_true(a.on);
+  assert_true(a.secure);
+  setenv("DISTCOMM_SECURE", "auth", 1);
+  assert_int_equal(dc_auth_from_env(&a, err, sizeof err), DC_OK);
+  assert_true(a.secure);
+  setenv("DISTCOMM_SECURE", "0", 1);
+  assert_int_equal(dc_auth_from_env(&a, err, sizeof err), DC_OK);
+  assert_false(a.secure);
+  setenv("DISTCOMM_SECURE", "encrypt", 1);
+  assert_int_equal(dc_auth_from_env(&a, err, sizeof err), DC_ERR_CONFIG);
+  assert_non_null(strstr(err, "DISTCOMM_SECURE=encrypt"));
+  assert_false(a.on); /* a failure hands back no key */
+  unsetenv("DISTCOMM_SECURE");
+}
+
+/* A frame sealed by one end opens at the other, once, in order. */
+static void test_seal_roundtrip(void **state) {
+  (void)state;
+  dc_auth a = make(token);
+  dc_auth_bind b = bind_of(&a);
+  dc_seal *c = dc_seal_new(&a, &b, 1), *s = dc_seal_new(&a, &b, 0);
+  assert_non_null(c);
+  assert_non_null(s);
+  unsigned char hdr[DC_FRAME_BYTES], body[1000], tag[DC_SEAL_TAG_BYTES];
+  for (size_t i = 0; i < sizeof hdr; i++)
+    hdr[i] = (unsigned char)i;
+  for (size_t i = 0; i < sizeof body; i++)
+    body[i] = (unsigned char)(i * 7);
+  for (int frame = 0; frame < 3; frame++) {
+    dc_seal_tag(c, hdr, sizeof hdr, body, sizeof body, tag);
+    dc_seal_sent(c);
+    dc_seal_begin(s, hdr, sizeof hdr);
+    dc_seal_update(s, body, 10); /* in pieces, as it arrives */
+    dc_seal_update(s, body + 10, sizeof body - 10);
+    assert_true(dc_seal_check(s, tag));
+  }
+  /* And the other way, with the other direction's key. */
+  dc_seal_tag(s, hdr, sizeof hdr, NULL, 0, tag);
+  dc_seal_sent(s);
+  dc_seal_begin(c, hdr, sizeof hdr);
+  assert_true(dc_seal_check(c, tag));
+  dc_seal_free(c);
+  dc_seal_free(s);
+}
+
+/* Altered, replayed, reflected, or from another connection: refused. */
+static void test_seal_refuses(void **state) {
+  (void)state;
+  dc_auth a = make(token);
+  dc_auth_bind b = bind_of(&a);
+  dc_seal *c = dc_seal_new(&a, &b, 1), *s = dc_seal_new(&a, &b, 0);
+  unsigned char hdr[DC_FRAME_BYTES] = {1, 2, 3}, body[64] = {9};
+  unsigned char tag[DC_SEAL_TAG_BYTES];
+  dc_seal_tag(c, hdr, sizeof hdr, body, sizeof body, tag);
+  dc_seal_sent(c);
+  body[63] ^= 0x40; /* a payload bit */
+  dc_seal_begin(s, hdr, sizeof hdr);
+  dc_seal_update(s, body, sizeof body);
+  assert_false(dc_seal_check(s, tag));
+  body[63] ^= 0x40;
+  /* The same frame again (a replay): the receiver is at frame 1 now. */
+  dc_seal_begin(s, hdr, sizeof hdr);
+  dc_seal_update(s, body, sizeof body);
+  assert_false(dc_seal_check(s, tag));
+  /* Reflected back to its sender: its receive key is the other direction's. */
+  dc_seal *c2 = dc_seal_new(&a, &b, 1);
+  dc_seal_tag(c2, hdr, sizeof hdr, body, sizeof body, tag);
+  dc_seal_begin(c2, hdr, sizeof hdr);
+  dc_seal_update(c2, body, sizeof body);
+  assert_false(dc_seal_check(c2, tag));
+  /* Another connection (other nonces) or another token: other keys. */
+  dc_auth_bind b2 = bind_of(&a);
+  dc_seal *s2 = dc_seal_new(&a, &b2, 0);
+  dc_auth other = make("another token, long enough to count");
+  dc_seal *s3 = dc_seal_new(&other, &b, 0);
+  dc_seal *fresh = dc_seal_new(&a, &b, 1);
+  dc_seal_tag(fresh, hdr, sizeof hdr, body, sizeof body, tag);
+  dc_seal_begin(s2, hdr, sizeof hdr);
+  dc_seal_update(s2, body, sizeof body);
+  assert_false(dc_seal_check(s2, tag));
+  dc_seal_begin(s3, hdr, sizeof hdr);
+  dc_seal_update(s3, body, sizeof body);
+  assert_false(dc_seal_check(s3, tag));
+  /* A header bit, with the right frame number: refused too. */
+  dc_seal *s4 = dc_seal_new(&a, &b, 0);
+  hdr[5] ^= 1;
+  dc_seal_begin(s4, hdr, sizeof hdr);
+  dc_seal_update(s4, body, sizeof body);
+  assert_false(dc_seal_check(s4, tag));
+  hdr[5] ^= 1;
+  /* A made tag whose frame never went out leaves the count alone. */
+  dc_seal *s5 = dc_seal_new(&a, &b, 0);
+  dc_seal_tag(fresh, hdr, sizeof hdr, body, 1, tag); /* not sent */
+  dc_seal_tag(fresh, hdr, sizeof hdr, body, sizeof body, tag);
+  dc_seal_begin(s5, hdr, sizeof hdr);
+  dc_seal_update(s5, body, sizeof body);
+  assert_true(dc_seal_check(s5, tag));
+  dc_seal *seals[] = {c, s, c2, s2, s3, s4, s5, fresh};
+  for (size_t i = 0; i < sizeof seals / sizeof *seals; i++)
+    dc_seal_free(seals[i]);
+}
+
+/* The hellos' host keys and flags are under the session key, as under the
+ * proofs: two ends that saw different values derive different keys. */
+static void test_seal_binds_hello(void **state) {
+  (void)state;
+  dc_auth a = make(token);
+  dc_auth_bind b = bind_of(&a);
+  b.host_c = 0x1111;
+  b.flags_c = DC_HELLO_TOKEN | DC_HELLO_SECURE;
+  unsigned char hdr[DC_FRAME_BYTES] = {7}, tag[DC_SEAL_TAG_BYTES];
+  dc_seal *c = dc_seal_new(&a, &b, 1);
+  dc_seal_tag(c, hdr, sizeof hdr, NULL, 0, tag);
+  for (int field = 0; field < 4; field++) {
+    dc_auth_bind m = b;
+    if (field == 0)
+      m.host_c ^= 1;
+    else if (field == 1)
+      m.host_a ^= 1;
+    else if (field == 2)
+      m.flags_c ^= DC_HELLO_SECURE;
+    else
+      m.flags_a ^= DC_HELLO_TOKEN;
+    dc_seal *s = dc_seal_new(&a, &m, 0);
+    dc_seal_begin(s, hdr, sizeof hdr);
+    assert_false(dc_seal_check(s, tag));
+    dc_seal_free(s);
+  }
+  dc_seal *s = dc_seal_new(&a, &b, 0);
+  dc_seal_begin(s, hdr, sizeof hdr);
+  assert_true(dc_seal_check(s, tag));
+  dc_seal_free(s);
+  dc_seal_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sodium_unavailable),
@@ -227,6 +372,10 @@ int main(void) {
       cmocka_unit_test(test_bound_fields),
       cmocka_unit_test(test_hello_roundtrip),
       cmocka_unit_test(test_proof_roundtrip),
+      cmocka_unit_test(test_secure_env),
+      cmocka_unit_test(test_seal_roundtrip),
+      cmocka_unit_test(test_seal_refuses),
+      cmocka_unit_test(test_seal_binds_hello),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

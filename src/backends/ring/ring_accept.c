@@ -62,6 +62,8 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
     return DC_REFUSE_JOB;
   if (A->auth->on != !!(h->flags & DC_HELLO_TOKEN))
     return A->auth->on ? DC_REFUSE_AUTH : DC_REFUSE_NO_TOKEN;
+  if (A->auth->secure != !!(h->flags & DC_HELLO_SECURE))
+    return DC_REFUSE_SECURE;
   if (h->size != (uint32_t)p->size)
     return DC_REFUSE_SIZE;
   if (h->rank >= (uint32_t)p->size || !ring_accepts(p, (int)h->rank) ||
@@ -78,10 +80,15 @@ static int join(acceptor *A, pending *pd) {
   const dc_hello *h = &pd->h;
   if (dc_tcp_connected(A->t, (int)h->rank, (int)h->lane)) /* proved first */
     return refuse(A, pd, "rank and connection number already connected");
+  dc_seal *seal = NULL;
+  if (A->auth->secure && !(seal = dc_seal_new(A->auth, &pd->bind, 0)))
+    return refuse(A, pd, "out of memory for its frame keys");
   dc_tcp_attach(A->t, (int)h->rank, (int)h->lane, pd->fd, h->host,
                 ring_addr(p, (int)h->rank, (int)h->lane)->text);
+  dc_tcp_seal(A->t, (int)h->rank, (int)h->lane, seal);
   dc_log(A->g, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
-         pd->from, A->auth->on ? " (job token proven)" : "");
+         pd->from, A->auth->secure ? " (job token proven, frames "
+         "authenticated)" : A->auth->on ? " (job token proven)" : "");
   pd->fd = -1;
   A->want--;
   return 1;

@@ -49,14 +49,23 @@ static dc_status check_reply(const ring_plan *p, const dc_auth *auth, int q,
              "distcomm-launch, or none)", q, a->text);
     return DC_ERR_AUTH;
   }
+  if (auth->secure != !!(r->flags & DC_HELLO_SECURE)) {
+    snprintf(err, errlen, "rank %d (%s) answered %s DISTCOMM_SECURE, rank %d "
+             "%s: set it alike on every rank", q, a->text,
+             auth->secure ? "without" : "with", p->rank,
+             auth->secure ? "has it" : "has not");
+    return DC_ERR_CONFIG;
+  }
   return DC_OK;
 }
 
 /* Check the acceptor's proof, then send ours (after, so that a stranger
- * listening on a peer's address learns nothing it could use). */
+ * listening on a peer's address learns nothing it could use). With
+ * DISTCOMM_SECURE, *seal gets the connection's frame keys. */
 static dc_status prove(int fd, const ring_plan *p, const dc_auth *auth,
                        int q, int lane, const dc_hello *mine,
-                       const dc_hello *reply, double deadline) {
+                       const dc_hello *reply, double deadline,
+                       dc_seal **seal) {
   dc_auth_bind b = {.job = p->job, .group = p->group,
                     .connector = (uint32_t)p->rank, .acceptor = (uint32_t)q,
                     .size = (uint32_t)p->size, .lane = (uint32_t)lane,
@@ -73,13 +82,15 @@ static dc_status prove(int fd, const ring_plan *p, const dc_auth *auth,
     return DC_ERR_AUTH;
   dc_auth_prove(auth, &b, DC_AUTH_BY_CONNECTOR, mac);
   dc_proof_encode(mac, msg);
+  if (auth->secure && !(*seal = dc_seal_new(auth, &b, 1)))
+    return DC_ERR_NOMEM;
   return dc_sock_write_all(fd, msg, sizeof msg, deadline);
 }
 
 /* Hello, answer, proofs on a connected socket. */
 static dc_status handshake(int fd, const ring_plan *p, const dc_auth *auth,
                            int q, int lane, double deadline, dc_hello *reply,
-                           char *err, size_t errlen) {
+                           dc_seal **seal, char *err, size_t errlen) {
   const dc_addr *a = ring_addr(p, q, lane);
   dc_hello mine = ring_hello(p, auth, DC_HELLO, lane);
   dc_status st = say(fd, &mine, deadline);
@@ -97,7 +108,7 @@ static dc_status handshake(int fd, const ring_plan *p, const dc_auth *auth,
              q, a->text, dc_strerror(st));
   if (st != DC_OK || !auth->on)
     return st;
-  st = prove(fd, p, auth, q, lane, &mine, reply, deadline);
+  st = prove(fd, p, auth, q, lane, &mine, reply, deadline, seal);
   if (st == DC_ERR_AUTH)
     snprintf(err, errlen, "rank %d (%s) did not prove the job token: "
              "DISTCOMM_JOB_TOKEN differs between the ranks (or a stranger "
@@ -137,14 +148,18 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
                              double deadline, char *err, size_t errlen) {
   const dc_addr *a = ring_addr(p, q, lane);
   dc_hello reply;
+  dc_seal *seal = NULL;
   int fd;
   dc_status st = dial(g, p, q, lane, deadline, &fd, err, errlen);
   if (st != DC_OK)
     return st;
   for (int tries = 1;; tries++) {
-    st = handshake(fd, p, auth, q, lane, deadline, &reply, err, errlen);
+    st = handshake(fd, p, auth, q, lane, deadline, &reply, &seal, err,
+                   errlen);
     if (st == DC_OK)
       break;
+    dc_seal_free(seal);
+    seal = NULL;
     close(fd);
     double redial = dc_now() + REDIAL_SECONDS;
     if (st != DC_ERR_PEER_LOST || tries > DROP_RETRIES || redial > deadline)
@@ -156,8 +171,10 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
       return st; /* the first error says more */
   }
   dc_tcp_attach(t, q, lane, fd, reply.host, a->text);
+  dc_tcp_seal(t, q, lane, seal);
   dc_log(g, "connected to rank %d lane %d at %s%s", q, lane, a->text,
-         auth->on ? " (job token proven)" : "");
+         auth->secure ? " (job token proven, frames authenticated)"
+         : auth->on ? " (job token proven)" : "");
   return DC_OK;
 }
 

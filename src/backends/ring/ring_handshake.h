@@ -9,13 +9,16 @@
 #include "transport/frame.h"
 
 /* This rank's hello (or reply) of the given kind on a lane; a fresh nonce
- * and the token flag when the job has a token. */
+ * and the token flag when the job has a token, the secure flag with
+ * DISTCOMM_SECURE (both under the proofs and the session key). */
 static inline dc_hello ring_hello(const ring_plan *p, const dc_auth *auth,
                                   uint32_t kind, int lane) {
   dc_hello h = {.kind = kind, .version = DC_WIRE_VERSION, .job = p->job,
                 .group = p->group, .rank = (uint32_t)p->rank,
                 .size = (uint32_t)p->size, .lane = (uint32_t)lane,
-                .host = p->host, .flags = auth->on ? DC_HELLO_TOKEN : 0};
+                .host = p->host,
+                .flags = (auth->on ? DC_HELLO_TOKEN : 0u) |
+                         (auth->secure ? DC_HELLO_SECURE : 0u)};
   dc_auth_nonce(auth, h.nonce);
   return h;
 }
