@@ -174,9 +174,7 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 /* ---- errors ------------------------------------------------------------ */
 
 /* The owner records the failure (and poisons itself); we return st. */
-static dc_status fail(dc_tcp *t, dc_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static dc_status fail(dc_tcp *t, dc_status st, const char *fmt, ...) {
+dc_status dc_tcp_fail(dc_tcp *t, dc_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   st = t->hooks.fail(t->hooks.arg, st, fmt, ap);
@@ -184,12 +182,22 @@ static dc_status fail(dc_tcp *t, dc_status st, const char *fmt, ...) {
   return st;
 }
 
-static double timeout_of(const dc_tcp *t) {
+void dc_tcp_log(dc_tcp *t, const char *fmt, ...) {
+  if (!t->hooks.log)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  t->hooks.log(t->hooks.arg, fmt, ap);
+  va_end(ap);
+}
+
+double dc_tcp_timeout(const dc_tcp *t) {
   return t->hooks.timeout(t->hooks.arg);
 }
 
+
 static dc_status lost(dc_tcp *t, const dc_comm *c, dc_conn *k, int err) {
-  return fail(t, DC_ERR_PEER_LOST,
+  return dc_tcp_fail(t, DC_ERR_PEER_LOST,
                  "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
                  k->addr, err ? ": " : " ",
                  err ? strerror(err) : "closed the connection",
@@ -215,7 +223,7 @@ static dc_status read_abort(dc_tcp *t, dc_conn *k, const dc_frame *f,
     if (f->len != n ||
         dc_sock_read_all(k->fd, tag, sizeof tag, dc_now() + 1.0) != DC_OK ||
         !dc_seal_check(k->seal, tag))
-      return fail(t, DC_ERR_AUTH,
+      return dc_tcp_fail(t, DC_ERR_AUTH,
                   "rank %d (%s) sent an abort frame whose MAC does not match "
                   "(DISTCOMM_SECURE): altered on the way, or not from rank "
                   "%d", k->peer, k->addr, k->peer);
@@ -225,14 +233,14 @@ static dc_status read_abort(dc_tcp *t, dc_conn *k, const dc_frame *f,
   dc_status st = (dc_status)(int32_t)f->aux;
   if (st >= 0 || st < DC_ERR_ABORTED)
     st = DC_ERR_PEER_LOST;
-  return fail(t, st, "rank %d (%s) failed: %s", k->peer, k->addr, safe);
+  return dc_tcp_fail(t, st, "rank %d (%s) failed: %s", k->peer, k->addr, safe);
 }
 
 static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
   dc_frame got, want = frame_of(c, s->x->len);
   dc_conn *k = s->conn;
   if (dc_frame_decode(s->hdr, &got) != DC_OK)
-    return fail(t, DC_ERR_MISMATCH,
+    return dc_tcp_fail(t, DC_ERR_MISMATCH,
                    "rank %d (%s) sent bytes that are not a distcomm frame "
                    "(the ranks are out of step)",
                    k->peer, k->addr);
@@ -241,7 +249,7 @@ static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
   char diff[256];
   dc_frame_diff(&want, &got, diff, sizeof diff);
   if (diff[0])
-    return fail(t, DC_ERR_MISMATCH, "rank %d (%s) disagrees: %s",
+    return dc_tcp_fail(t, DC_ERR_MISMATCH, "rank %d (%s) disagrees: %s",
                    k->peer, k->addr, diff);
   return DC_OK;
 }
@@ -494,7 +502,7 @@ static dc_status bad_tag(dc_tcp *t, dc_comm *c, xstate *s) {
     return read_abort(t, k, &f, h, NULL, 0);
   f = frame_of(c, s->x->len);
   dc_frame_describe(&f, what, sizeof what);
-  return fail(t, DC_ERR_AUTH,
+  return dc_tcp_fail(t, DC_ERR_AUTH,
               "rank %d (%s) sent a frame of %s whose MAC does not match "
               "(DISTCOMM_SECURE): its %zu bytes were altered on the way, or "
               "do not come from rank %d", k->peer, k->addr, what,
@@ -563,10 +571,10 @@ static dc_status setup(dc_tcp *t, dc_comm *c, dc_xfer *x, int n, xstate *s) {
     s[i] = (xstate){.x = &x[i], .conn = k, .prev = -1,
                     .tag_len = k->seal ? DC_SEAL_TAG_BYTES : 0};
     if (k->fd < 0)
-      return fail(t, DC_ERR_INVALID, "no connection to rank %d",
+      return dc_tcp_fail(t, DC_ERR_INVALID, "no connection to rank %d",
                      x[i].peer);
     if (x[i].reduce && !k->window && !(k->window = malloc(WINDOW_BYTES)))
-      return fail(t, DC_ERR_NOMEM, "no memory for a receive window");
+      return dc_tcp_fail(t, DC_ERR_NOMEM, "no memory for a receive window");
     for (int j = i - 1; j >= 0 && s[i].prev < 0; j--)
       if (s[j].conn == k && x[j].is_send == x[i].is_send)
         s[i].prev = j;
@@ -609,13 +617,13 @@ static dc_status pass(dc_tcp *t, dc_comm *c, xstate *s, int n, int *moved,
 static dc_status timed_out(dc_tcp *t, dc_comm *c, xstate *s, int n) {
   for (int i = 0; i < n; i++)
     if (active(s, i))
-      return fail(t, DC_ERR_TIMEOUT,
+      return dc_tcp_fail(t, DC_ERR_TIMEOUT,
                      "no progress for %.0f s waiting for rank %d (%s) to %s "
                      "(%.1f MiB of %.1f MiB received from it)",
-                     timeout_of(t), s[i].conn->peer, s[i].conn->addr,
+                     dc_tcp_timeout(t), s[i].conn->peer, s[i].conn->addr,
                      s[i].x->is_send ? "take our data" : "send",
                      mib(s[i].conn->op_rx), mib(c->total_bytes));
-  return fail(t, DC_ERR_TIMEOUT, "no progress");
+  return dc_tcp_fail(t, DC_ERR_TIMEOUT, "no progress");
 }
 
 /* A frame in the mailbox while we wait on the pipe, or the other way
@@ -648,7 +656,7 @@ static dc_status crossed(dc_tcp *t, dc_comm *c, xstate *s, int n) {
       continue;
     dc_status st = check_header(t, c, &s[i]);
     return st != DC_OK ? st
-                       : fail(t, DC_ERR_MISMATCH,
+                       : dc_tcp_fail(t, DC_ERR_MISMATCH,
                                  "rank %d (%s) sent a frame out of order",
                                  k->peer, k->addr);
   }
@@ -665,7 +673,7 @@ static dc_status check_control(dc_tcp *t, dc_comm *c, dc_conn *k) {
   dc_frame f;
   if (st != DC_OK || dc_frame_decode(h, &f) != DC_OK ||
       f.kind != DC_FRAME_ABORT)
-    return fail(t, DC_ERR_MISMATCH,
+    return dc_tcp_fail(t, DC_ERR_MISMATCH,
                    "rank %d (%s) sent unexpected bytes on its control "
                    "connection", k->peer, k->addr);
   return read_abort(t, k, &f, h, NULL, 0);
@@ -729,17 +737,17 @@ static dc_status run_batch(dc_tcp *t, dc_comm *c, xstate *s, int n) {
     }
     if (spoke) /* and the pipe has nothing more */
       return check_control(t, c, spoke);
-    if (now - last > timeout_of(t))
+    if (now - last > dc_tcp_timeout(t))
       return timed_out(t, c, s, n);
     if (now < spin_until)
       continue;
     if ((st = crossed(t, c, s, n)) != DC_OK)
       return st;
-    spoke = wait_ready(s, n, timeout_of(t) - (now - last), &backoff);
+    spoke = wait_ready(s, n, dc_tcp_timeout(t) - (now - last), &backoff);
     if (t->hooks.interrupt && now - asked >= 0.05) { /* cheap, not free */
       asked = now;
       if (t->hooks.interrupt(t->hooks.arg))
-        return fail(t, DC_ERR_INTERRUPTED, "interrupted while waiting");
+        return dc_tcp_fail(t, DC_ERR_INTERRUPTED, "interrupted while waiting");
     }
   }
 }
@@ -749,7 +757,7 @@ dc_status dc_tcp_run(dc_comm *c, dc_xfer *x, int n) {
   xstate local[64];
   xstate *s = n <= 64 ? local : malloc(sizeof *s * (size_t)n);
   if (!s)
-    return fail(t, DC_ERR_NOMEM, "no memory for %d transfers", n);
+    return dc_tcp_fail(t, DC_ERR_NOMEM, "no memory for %d transfers", n);
   dc_status st = setup(t, c, x, n, s);
   if (st == DC_OK)
     st = run_batch(t, c, s, n);
@@ -769,7 +777,7 @@ dc_status dc_tcp_pull(dc_comm *c, int peer, void *dst, uint64_t src,
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      return fail(t, DC_ERR_PEER_LOST,
+      return dc_tcp_fail(t, DC_ERR_PEER_LOST,
                      "rank %d (%s): reading its buffer failed "
                      "(process_vm_readv: %s) after %.1f MiB of %.1f MiB",
                      peer, k->addr, n < 0 ? strerror(errno) : "nothing read",

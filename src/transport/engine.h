@@ -50,6 +50,23 @@ dc_tcp *dc_tcp_new(const dc_mesh_hooks *h, int rank, int size, int lanes);
 /* Close every connection and free. */
 void dc_tcp_free(dc_tcp *t);
 
+/* To the owner, through the hooks: a failure (formatted; returns st), a
+ * log line (when verbose), the timeout now. Set-up uses them too. */
+dc_status dc_tcp_fail(dc_tcp *t, dc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void dc_tcp_log(dc_tcp *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+double dc_tcp_timeout(const dc_tcp *t);
+
+/* Connect a group's mesh (transport/dial.c, accept.c, setup_shm.c): dial
+ * the ranks the plan says this rank dials, accept the others (refusing
+ * strangers), handshake and prove the job token on each connection, then
+ * give same-host peers shared-memory pipes and single copy (unless
+ * DISTCOMM_SHM=0; a pair that cannot map them keeps TCP). Fills t's
+ * connections. On failure err says why. */
+dc_status dc_mesh_connect(dc_tcp *t, const dc_mesh_plan *p, char *err,
+                          size_t errlen);
+
 /* Set-up fills the engine's connections through these, never through
  * the fields: the engine owns its conns, segments and tune. */
 int dc_tcp_connected(const dc_tcp *t, int peer, int lane);

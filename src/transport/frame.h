@@ -76,7 +76,7 @@ void dc_escape_text(const char *in, size_t n, char *out, size_t cap);
 void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
                    size_t n);
 
-/* The handshake (src/backends/ring/ring_connect.c):
+/* The handshake (src/transport/dial.c, accept.c):
  *   connector -> acceptor  HELLO with the connector's nonce
  *   acceptor -> connector  HELLO_OK with its nonce (or HELLO_REFUSED, reason)
  * and, when the job has a token (transport/auth.h), two proofs:

@@ -1,17 +1,17 @@
-/* The mesh: this rank's connections to the other ranks of one group, and the
- * engine that runs batches of transfers (algo/algo.h) over them.
+/* The mesh: how a group's ranks connect, apart from how they found each
+ * other. A bootstrap policy (backends/ring: MLX_HOSTFILE; the coordinator;
+ * backends/mesh: MLX_IBV_DEVICES; ring_split for subgroups) finds out where
+ * the peers listen and which pairs connect, writes that into a
+ * dc_mesh_plan, opens its listeners, and calls dc_mesh_connect. Everything
+ * after the addresses is here, in src/transport: dialing (dial.c) and
+ * accepting (accept.c) with strangers refused, the hello and job-token
+ * handshake (handshake.h, auth.c), shared-memory pipes and single copy for
+ * same-host peers (setup_shm.c), then the progress engine (engine.c) that
+ * runs batches of transfers on the connections.
  *
- * A bootstrap policy (backends/ring: the hostfile; backends/mpi; next, a
- * coordinator) only finds out where the peers are and which pairs connect;
- * it writes that into a dc_mesh_plan and opens a mesh. Everything after the
- * addresses is the mesh's: dialing and accepting, the hello and job-token
- * handshake, shared-memory pipes and single copy for same-host peers, the
- * progress engine, abort frames. The mesh does not know dc_group: it reports
- * failures, interrupts and its timeout through dc_mesh_hooks, so core/ stays
- * above it and tests can drive it without a group.
- *
- * Design of issue 14; see src/transport/README.md for the state of the move
- * (today the ring backend still fills dc_tcp, engine.h, directly). */
+ * Nothing here knows dc_group: failures, log lines, interrupts and the
+ * timeout reach the owner through dc_mesh_hooks (core/hooks.c makes them
+ * for a group), which the engine (dc_tcp) holds. */
 #ifndef DC_TRANSPORT_MESH_H
 #define DC_TRANSPORT_MESH_H
 
@@ -19,11 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "algo/algo.h"
 #include "config/hostfile.h" /* dc_addr */
 #include "distcomm.h"
-
-typedef struct dc_mesh dc_mesh; /* opaque: owns its connections and links */
 
 /* How the mesh reaches whoever owns it (a dc_group in the library). Every
  * function gets arg. fail formats the detail and returns st (dc_vfail);
@@ -38,51 +35,69 @@ typedef struct dc_mesh_hooks {
   void *arg;
 } dc_mesh_hooks;
 
-/* Which side of a pair opens the connection. Dialing must be acyclic (a
- * full mesh: every rank dials the lower ranks), see accept_first. */
-enum { DC_PAIR_NONE = 0, DC_PAIR_DIAL = 1, DC_PAIR_ACCEPT = 2 };
-
-/* What a bootstrap hands the mesh. All pointers are read during
- * dc_mesh_open only; the mesh copies what it keeps. */
+/* Who is where. Each pair of ranks has naddrs * sockets connections
+ * ("lanes"); lane i uses address i % naddrs. */
 typedef struct dc_mesh_plan {
-  int rank, size;
-  int naddrs;            /* listening addresses per rank */
-  int sockets;           /* connections per address: lanes = naddrs*sockets */
-  const dc_addr *addrs;  /* size * naddrs; lane l of rank q uses
-                            addrs[q * naddrs + l % naddrs] */
-  const int *listen_fds; /* this rank's naddrs listeners, already listening */
-  const uint8_t *pair;   /* size entries: DC_PAIR_* for each peer */
-  int accept_first;      /* accept before dialing (a ring of cables) */
-  uint64_t job, group;   /* both ends of every connection must agree */
-  double timeout_s;      /* bound on the whole set-up */
-  /* Appended to "could not connect to rank q" when non-NULL for q: what
-   * the policy knows about why a peer may be unreachable. */
-  const char *(*dial_hint)(const struct dc_mesh_plan *p, int q);
-  /* The job token is read from the environment (transport/auth.h): every
-   * group proves it, split groups included. Same-host peers get pipes
-   * unless DISTCOMM_SHM=0, and single copy when every peer is readable. */
+  int rank, size, naddrs, sockets;
+  const dc_addr *addrs; /* size * naddrs listening addresses (per_peer: below) */
+  int *listen_fds;      /* this rank's listeners, already listening */
+  uint64_t job, group;  /* both ends of every connection must agree */
+  uint64_t host;        /* dc_host_key(): peers with the same share memory */
+  /* Connect ring neighbours only, as MLX does: rank r accepts its left
+   * neighbour on its own addresses and connects to its right neighbour's,
+   * so a ring of direct cables works (DISTCOMM_RING_NEIGHBOURS=1). */
+  int neighbours;
+  /* Every pair has links of its own (the mesh backend), so a rank has an
+   * address per peer. addrs then holds size * size * naddrs entries:
+   * [(q * size + p) * naddrs + k] is rank q's address on its link k to rank
+   * p. This rank listens on nlisten addresses (listen_fds), and
+   * listener[q * naddrs + k] says on which one rank q's link k arrives. */
+  int per_peer, nlisten;
+  const int *listener;
 } dc_mesh_plan;
 
-/* Connect, handshake and set up the links of every pair the plan names.
- * On failure nothing is left open and err says why, in the words the ring
- * has always used ("rank 1 could not connect to rank 0 (...)"). */
-dc_status dc_mesh_open(const dc_mesh_plan *p, const dc_mesh_hooks *h,
-                       dc_mesh **out, char *err, size_t errlen);
+static inline int dc_plan_lanes(const dc_mesh_plan *p) {
+  return p->naddrs * p->sockets;
+}
+/* The address of rank q that this rank dials (or is dialed from) on lane. */
+static inline const dc_addr *dc_plan_addr(const dc_mesh_plan *p, int q,
+                                          int lane) {
+  int k = lane % p->naddrs;
+  if (p->per_peer)
+    return &p->addrs[((size_t)q * (size_t)p->size + (size_t)p->rank) *
+                         (size_t)p->naddrs + (size_t)k];
+  return &p->addrs[q * p->naddrs + k];
+}
+/* Which of this rank's listeners rank q's lane must arrive on. */
+static inline int dc_plan_listener(const dc_mesh_plan *p, int q, int lane) {
+  int k = lane % p->naddrs;
+  return p->per_peer ? p->listener[q * p->naddrs + k] : k;
+}
+static inline int dc_plan_nlisten(const dc_mesh_plan *p) {
+  return p->per_peer ? p->nlisten : p->naddrs;
+}
+static inline int dc_plan_neighbours_only(const dc_mesh_plan *p) {
+  return p->neighbours && p->size > 2;
+}
+/* Who dials whom. Full mesh: every rank dials the lower ones. Neighbours
+ * only: rank r dials r+1 (mod size) and accepts r-1. */
+static inline int dc_plan_dials(const dc_mesh_plan *p, int q) {
+  if (dc_plan_neighbours_only(p))
+    return q == (p->rank + 1) % p->size;
+  return q < p->rank;
+}
+static inline int dc_plan_accepts(const dc_mesh_plan *p, int q) {
+  if (dc_plan_neighbours_only(p))
+    return q == (p->rank + p->size - 1) % p->size;
+  return q > p->rank;
+}
 
-/* Prepare c for one op (frame fields, run, pull); then c->run(c, x, n)
- * runs batches on the mesh. Failures go through hooks.fail. */
-void dc_mesh_begin(dc_mesh *m, dc_comm *c, uint8_t opcode, size_t count,
-                   dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq);
-
-/* The next per-pair sequence number of a send (or receive) with peer. */
-uint32_t dc_mesh_next_seq(dc_mesh *m, int peer, int is_send);
-int dc_mesh_lanes(const dc_mesh *m);
-
-/* After a failure: an abort frame (status st, text why) to every peer and
- * our side shut, so nobody waits on this rank. Bounded; does not free. */
-void dc_mesh_poison(dc_mesh *m, dc_status st, const char *why);
-
-/* Close every connection, unmap shared memory, free. NULL is fine. */
-void dc_mesh_close(dc_mesh *m);
+/* Without a job token, whether the connection fd may claim rank q: it
+ * comes from one of q's addresses in the plan, from this host, or, with
+ * ring neighbours only (a ring of cables, where the dialer's source is its
+ * end of our link, not an address it listens on), from the subnet of our
+ * end of that link. A stranger elsewhere cannot take a rank's place by
+ * guessing the job id. With a token the proofs decide (source.c). */
+int dc_plan_source_ok(const dc_mesh_plan *p, int q, int fd);
 
 #endif

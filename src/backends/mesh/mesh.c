@@ -71,7 +71,7 @@ static dc_status connect_mesh(mesh_setup *m, double timeout, dc_group **out,
                                      &all, &job, err, errlen);
   if (st != DC_OK)
     return st;
-  ring_plan p = {.rank = m->c.rank, .size = m->c.size, .naddrs = L,
+  dc_mesh_plan p = {.rank = m->c.rank, .size = m->c.size, .naddrs = L,
                  .sockets = ring_sockets(), .addrs = all.addrs,
                  .listen_fds = m->fds, .job = job, .group = 1,
                  .neighbours = m->ring, .per_peer = 1, .nlisten = m->nfds,

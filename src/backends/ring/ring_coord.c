@@ -47,7 +47,7 @@ static dc_status build(const dc_coord *c, double timeout, dc_group **out,
   st = dc_coord_rendezvous(c, mine, n, dc_now() + timeout, &all, &job, err,
                            errlen);
   if (st == DC_OK) {
-    ring_plan p = {.rank = c->rank, .size = c->size, .naddrs = n,
+    dc_mesh_plan p = {.rank = c->rank, .size = c->size, .naddrs = n,
                    .sockets = ring_sockets(), .addrs = all.addrs,
                    .listen_fds = fds, .job = job, .group = 1,
                    .neighbours = ring_neighbours_env()};

@@ -10,7 +10,7 @@
 #include "transport/shm.h"
 #include "transport/sock.h"
 
-static size_t self_count(const ring_plan *p) {
+static size_t self_count(const dc_mesh_plan *p) {
   return (size_t)p->naddrs * (p->per_peer ? (size_t)p->size : 1);
 }
 
@@ -56,7 +56,7 @@ dc_status ring_listen_each(dc_addr *mine, int n, int *fds, int *nfds,
   return DC_OK;
 }
 
-dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
+dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
                      dc_group **out, char *err, size_t errlen) {
   *out = NULL;
   ring_impl *R = calloc(1, sizeof *R);
@@ -67,11 +67,11 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
     R->naddrs = p->naddrs;
     R->sockets = p->sockets;
     R->job = p->job;
-    R->neighbours = ring_neighbours_only(p);
+    R->neighbours = dc_plan_neighbours_only(p);
     R->per_peer = p->per_peer;
     R->self = malloc(sizeof *R->self * self_count(p));
     dc_mesh_hooks h = g ? dc_group_hooks(g) : (dc_mesh_hooks){0};
-    R->tcp = g ? dc_tcp_new(&h, p->rank, p->size, ring_lanes(p)) : NULL;
+    R->tcp = g ? dc_tcp_new(&h, p->rank, p->size, dc_plan_lanes(p)) : NULL;
   }
   if (!g || !R->self || !R->tcp) {
     snprintf(err, errlen, "out of memory");
@@ -84,14 +84,12 @@ dc_status ring_build(const ring_plan *p, const dc_addr *self, double timeout,
   memcpy(R->self, self, sizeof *R->self * self_count(p));
   g->timeout_s = timeout;
   g->op_name = "init";
-  ring_plan plan = *p;
+  dc_mesh_plan plan = *p;
   plan.host = dc_host_key();
-  dc_status st = p->size > 1 ? ring_connect(g, R->tcp, &plan, err, errlen) : DC_OK;
-  if (st == DC_OK && p->size > 1) {
-    st = ring_shm_setup(g, R->tcp, &plan);
-    if (st != DC_OK)
-      snprintf(err, errlen, "%s", g->err);
-  }
+  dc_status st = p->size > 1 ? dc_mesh_connect(R->tcp, &plan, err, errlen)
+                              : DC_OK;
+  if (st != DC_OK && !err[0]) /* the detail went through the hooks */
+    snprintf(err, errlen, "%s", g->err);
   g->op_name = NULL;
   if (st != DC_OK) {
     dc_group_free(g);
@@ -149,7 +147,7 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
   dc_status st = hf->nranks > 1 ? listen_all(hf, rank, fds, err, errlen)
                                 : DC_OK;
   if (st == DC_OK) {
-    ring_plan p = {.rank = rank, .size = hf->nranks, .naddrs = hf->naddrs,
+    dc_mesh_plan p = {.rank = rank, .size = hf->nranks, .naddrs = hf->naddrs,
                    .sockets = ring_sockets(), .addrs = hf->addrs,
                    .listen_fds = fds, .job = job_id(hf), .group = 1,
                    .neighbours = ring_neighbours_env()};

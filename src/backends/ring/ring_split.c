@@ -125,7 +125,7 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
   if (st == DC_OK)
     st = parse_all(g, texts, n * S->n, addrs);
   if (st == DC_OK) {
-    ring_plan p = {.rank = me, .size = n, .naddrs = R->naddrs,
+    dc_mesh_plan p = {.rank = me, .size = n, .naddrs = R->naddrs,
                    .sockets = R->sockets, .addrs = addrs, .listen_fds = S->fds,
                    .job = R->job, .group = id, .per_peer = R->per_peer,
                    .nlisten = S->nfds, .listener = S->which};

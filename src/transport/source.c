@@ -1,11 +1,11 @@
-/* Without a job token, who may claim a rank: see ring.h, ring_source_ok. */
+/* Without a job token, who may claim a rank: see mesh.h, dc_plan_source_ok. */
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "backends/ring/ring.h"
+#include "transport/mesh.h"
 #include "transport/sock.h"
 
 /* The address part of a sockaddr, for comparing without ports. */
@@ -76,16 +76,16 @@ static int near(const struct sockaddr *peer, const struct sockaddr *local,
   return yes;
 }
 
-int ring_source_ok(const ring_plan *p, int q, int fd) {
+int dc_plan_source_ok(const dc_mesh_plan *p, int q, int fd) {
   struct sockaddr_storage peer, local;
   socklen_t pl = sizeof peer, ll = sizeof local;
   if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0 ||
       getsockname(fd, (struct sockaddr *)&local, &ll) != 0)
     return 0;
   for (int l = 0; l < p->naddrs; l++)
-    if (same_ip((const struct sockaddr *)&ring_addr(p, q, l)->sa,
+    if (same_ip((const struct sockaddr *)&dc_plan_addr(p, q, l)->sa,
                 (const struct sockaddr *)&peer))
       return 1;
   return near((const struct sockaddr *)&peer, (const struct sockaddr *)&local,
-              ring_neighbours_only(p) && !p->per_peer);
+              dc_plan_neighbours_only(p) && !p->per_peer);
 }

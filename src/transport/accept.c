@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "backends/ring/ring_handshake.h"
+#include "transport/handshake.h"
 #include "transport/sock.h"
 
 #define PENDING_MAX 32    /* handshakes in flight */
@@ -32,9 +32,8 @@ typedef struct pending {
 } pending;
 
 typedef struct acceptor {
-  dc_group *g;
   dc_tcp *t;
-  const ring_plan *p;
+  const dc_mesh_plan *p;
   const dc_auth *auth;
   int want;            /* connections still expected */
   char refused[256];   /* the last refusal, for a timeout message */
@@ -43,7 +42,7 @@ typedef struct acceptor {
 
 /* Log why pd is refused, remember it, close it; returns 0 (not joined). */
 static int refuse(acceptor *A, pending *pd, const char *why) {
-  dc_log(A->g, "refused a connection from %s: %s", pd->from, why);
+  dc_tcp_log(A->t, "refused a connection from %s: %s", pd->from, why);
   snprintf(A->refused, sizeof A->refused, "%s: %s", pd->from, why);
   close(pd->fd);
   pd->fd = -1;
@@ -54,8 +53,8 @@ static int refuse(acceptor *A, pending *pd, const char *why) {
  * DC_REFUSE_NONE. A slot being handshaken by someone else is no reason: the
  * first to finish wins, so a stranger cannot squat a real peer's slot. */
 static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
-  const ring_plan *p = A->p;
-  uint32_t lanes = (uint32_t)ring_lanes(p);
+  const dc_mesh_plan *p = A->p;
+  uint32_t lanes = (uint32_t)dc_plan_lanes(p);
   if (h->kind != DC_HELLO || h->version != DC_WIRE_VERSION)
     return DC_REFUSE_VERSION;
   if (h->job != p->job || h->group != p->group)
@@ -66,17 +65,17 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
     return DC_REFUSE_SECURE;
   if (h->size != (uint32_t)p->size)
     return DC_REFUSE_SIZE;
-  if (h->rank >= (uint32_t)p->size || !ring_accepts(p, (int)h->rank) ||
-      h->lane >= lanes || ring_listener(p, (int)h->rank, (int)h->lane) != l ||
+  if (h->rank >= (uint32_t)p->size || !dc_plan_accepts(p, (int)h->rank) ||
+      h->lane >= lanes || dc_plan_listener(p, (int)h->rank, (int)h->lane) != l ||
       dc_tcp_connected(A->t, (int)h->rank, (int)h->lane))
     return DC_REFUSE_RANK;
-  if (!A->auth->on && !ring_source_ok(p, (int)h->rank, fd))
+  if (!A->auth->on && !dc_plan_source_ok(p, (int)h->rank, fd))
     return DC_REFUSE_SOURCE;
   return DC_REFUSE_NONE;
 }
 
 static int join(acceptor *A, pending *pd) {
-  const ring_plan *p = A->p;
+  const dc_mesh_plan *p = A->p;
   const dc_hello *h = &pd->h;
   if (dc_tcp_connected(A->t, (int)h->rank, (int)h->lane)) /* proved first */
     return refuse(A, pd, "rank and connection number already connected");
@@ -84,9 +83,9 @@ static int join(acceptor *A, pending *pd) {
   if (A->auth->secure && !(seal = dc_seal_new(A->auth, &pd->bind, 0)))
     return refuse(A, pd, "out of memory for its frame keys");
   dc_tcp_attach(A->t, (int)h->rank, (int)h->lane, pd->fd, h->host,
-                ring_addr(p, (int)h->rank, (int)h->lane)->text);
+                dc_plan_addr(p, (int)h->rank, (int)h->lane)->text);
   dc_tcp_seal(A->t, (int)h->rank, (int)h->lane, seal);
-  dc_log(A->g, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
+  dc_tcp_log(A->t, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
          pd->from, A->auth->secure ? " (job token proven, frames "
          "authenticated)" : A->auth->on ? " (job token proven)" : "");
   pd->fd = -1;
@@ -97,8 +96,8 @@ static int join(acceptor *A, pending *pd) {
 /* Answer a good hello: OK, and with a token our nonce and proof. A fresh
  * socket's send buffer takes these few bytes at once: no wait. */
 static int answer(acceptor *A, pending *pd) {
-  const ring_plan *p = A->p;
-  dc_hello r = ring_hello(p, A->auth, DC_HELLO_OK, (int)pd->h.lane);
+  const dc_mesh_plan *p = A->p;
+  dc_hello r = dc_mesh_hello(p, A->auth, DC_HELLO_OK, (int)pd->h.lane);
   unsigned char b[DC_HELLO_BYTES + DC_PROOF_BYTES], mac[DC_AUTH_PROOF_BYTES];
   size_t n = DC_HELLO_BYTES;
   dc_hello_encode(&r, b);
@@ -245,20 +244,20 @@ static void expire(acceptor *A) {
   }
 }
 
-static int first_missing(const dc_tcp *t, const ring_plan *p) {
+static int first_missing(const dc_tcp *t, const dc_mesh_plan *p) {
   for (int q = 0; q < p->size; q++)
-    for (int l = 0; ring_accepts(p, q) && l < ring_lanes(p); l++)
+    for (int l = 0; dc_plan_accepts(p, q) && l < dc_plan_lanes(p); l++)
       if (!dc_tcp_connected(t, q, l))
         return q;
   return -1;
 }
 
 static dc_status timed_out(const acceptor *A, char *err, size_t errlen) {
-  const ring_plan *p = A->p;
+  const dc_mesh_plan *p = A->p;
   int q = first_missing(A->t, p);
   snprintf(err, errlen, "rank %d timed out after %.0f s waiting for rank %d "
            "(%s) to connect: is rank %d running?%s%s%s", p->rank,
-           A->g->timeout_s, q, ring_addr(p, q, 0)->text, q,
+           dc_tcp_timeout(A->t), q, dc_plan_addr(p, q, 0)->text, q,
            A->refused[0] ? " (the last connection refused: " : "",
            A->refused, A->refused[0] ? ")" : "");
   return DC_ERR_TIMEOUT;
@@ -285,15 +284,15 @@ static void round_once(acceptor *A, int nl, double left) {
   expire(A);
 }
 
-dc_status ring_accept_all(dc_group *g, dc_tcp *t, const ring_plan *p,
+dc_status dc_mesh_accept_all(dc_tcp *t, const dc_mesh_plan *p,
                           const dc_auth *auth, double deadline, char *err,
                           size_t errlen) {
-  acceptor A = {.g = g, .t = t, .p = p, .auth = auth};
+  acceptor A = {.t = t, .p = p, .auth = auth};
   for (int i = 0; i < PENDING_MAX; i++)
     A.q[i].fd = -1;
   for (int q = 0; q < p->size; q++)
-    A.want += ring_accepts(p, q) * ring_lanes(p);
-  int nl = ring_nlisten(p); /* at most LISTEN_MAX: the hostfile's limit */
+    A.want += dc_plan_accepts(p, q) * dc_plan_lanes(p);
+  int nl = dc_plan_nlisten(p); /* at most LISTEN_MAX: the hostfile's limit */
   dc_status st = DC_OK;
   while (A.want > 0 && st == DC_OK) {
     double left = deadline - dc_now();

@@ -1,16 +1,16 @@
-/* Building a group's connections: rank r connects to every lower rank and
+/* Connecting a group's mesh (transport/mesh.h): rank r connects to every lower rank and
  * accepts every higher one, lanes connections per pair. Connecting only
  * downwards cannot deadlock: a connect completes in the listener's backlog
  * before the lower rank gets round to accepting it. With neighbours only,
  * rank r connects to r+1 and accepts r-1; to keep the waits acyclic every
  * rank but the last accepts first (as MLX's ring does). This file dials;
- * ring_accept.c answers. With a job token, each connection ends with the
+ * accept.c answers. With a job token, each connection ends with the
  * two proofs of transport/auth.h. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/ring/ring_handshake.h"
+#include "transport/handshake.h"
 #include "transport/sock.h"
 
 static dc_status say(int fd, const dc_hello *h, double deadline) {
@@ -27,7 +27,7 @@ static dc_status hear(int fd, dc_hello *h, double deadline) {
 
 /* Whether the answer to our hello lets us in: refused (and why), someone
  * else's rank or job answering, or a rank that cannot prove the token. */
-static dc_status check_reply(const ring_plan *p, const dc_auth *auth, int q,
+static dc_status check_reply(const dc_mesh_plan *p, const dc_auth *auth, int q,
                              const dc_addr *a, const dc_hello *r, char *err,
                              size_t errlen) {
   if (r->kind == DC_HELLO_REFUSED) {
@@ -62,7 +62,7 @@ static dc_status check_reply(const ring_plan *p, const dc_auth *auth, int q,
 /* Check the acceptor's proof, then send ours (after, so that a stranger
  * listening on a peer's address learns nothing it could use). With
  * DISTCOMM_SECURE, *seal gets the connection's frame keys. */
-static dc_status prove(int fd, const ring_plan *p, const dc_auth *auth,
+static dc_status prove(int fd, const dc_mesh_plan *p, const dc_auth *auth,
                        int q, int lane, const dc_hello *mine,
                        const dc_hello *reply, double deadline,
                        dc_seal **seal) {
@@ -88,11 +88,11 @@ static dc_status prove(int fd, const ring_plan *p, const dc_auth *auth,
 }
 
 /* Hello, answer, proofs on a connected socket. */
-static dc_status handshake(int fd, const ring_plan *p, const dc_auth *auth,
+static dc_status handshake(int fd, const dc_mesh_plan *p, const dc_auth *auth,
                            int q, int lane, double deadline, dc_hello *reply,
                            dc_seal **seal, char *err, size_t errlen) {
-  const dc_addr *a = ring_addr(p, q, lane);
-  dc_hello mine = ring_hello(p, auth, DC_HELLO, lane);
+  const dc_addr *a = dc_plan_addr(p, q, lane);
+  dc_hello mine = dc_mesh_hello(p, auth, DC_HELLO, lane);
   dc_status st = say(fd, &mine, deadline);
   if (st == DC_OK)
     st = hear(fd, reply, deadline);
@@ -119,17 +119,17 @@ static dc_status handshake(int fd, const ring_plan *p, const dc_auth *auth,
   return st;
 }
 
-static dc_status dial(dc_group *g, const ring_plan *p, int q, int lane,
+static dc_status dial(dc_tcp *t, const dc_mesh_plan *p, int q, int lane,
                       double deadline, int *fd, char *err, size_t errlen) {
-  const dc_addr *a = ring_addr(p, q, lane);
+  const dc_addr *a = dc_plan_addr(p, q, lane);
   dc_status st = dc_sock_connect(a, deadline, fd, err, errlen);
   if (st != DC_OK) {
-    int far = p->size > 2 && !ring_neighbours_only(p) &&
+    int far = p->size > 2 && !dc_plan_neighbours_only(p) &&
               q != (p->rank + 1) % p->size &&
               q != (p->rank + p->size - 1) % p->size;
     snprintf(err, errlen, "rank %d could not connect to rank %d (%s) before "
              "the timeout (%.0f s): is rank %d running?%s",
-             p->rank, q, a->text, g->timeout_s, q,
+             p->rank, q, a->text, dc_tcp_timeout(t), q,
              far ? " (if only ring neighbours are linked, as on a ring of "
                    "direct cables, set DISTCOMM_RING_NEIGHBOURS=1)"
                  : "");
@@ -138,19 +138,19 @@ static dc_status dial(dc_group *g, const ring_plan *p, int q, int lane,
 }
 
 /* An acceptor crowded by strangers may drop our connection before it
- * answers (ring_accept.c, slot()): dial again a few times, each redial
+ * answers (accept.c, slot()): dial again a few times, each redial
  * bounded, so a dead acceptor still fails fast. */
 #define DROP_RETRIES 4
 #define REDIAL_SECONDS 2.0
 
-static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
+static dc_status connect_one(dc_tcp *t, const dc_mesh_plan *p,
                              const dc_auth *auth, int q, int lane,
                              double deadline, char *err, size_t errlen) {
-  const dc_addr *a = ring_addr(p, q, lane);
+  const dc_addr *a = dc_plan_addr(p, q, lane);
   dc_hello reply;
   dc_seal *seal = NULL;
   int fd;
-  dc_status st = dial(g, p, q, lane, deadline, &fd, err, errlen);
+  dc_status st = dial(t, p, q, lane, deadline, &fd, err, errlen);
   if (st != DC_OK)
     return st;
   for (int tries = 1;; tries++) {
@@ -164,53 +164,56 @@ static dc_status connect_one(dc_group *g, dc_tcp *t, const ring_plan *p,
     double redial = dc_now() + REDIAL_SECONDS;
     if (st != DC_ERR_PEER_LOST || tries > DROP_RETRIES || redial > deadline)
       return st;
-    dc_log(g, "rank %d (%s) dropped connection %d before answering: dialing "
+    dc_tcp_log(t, "rank %d (%s) dropped connection %d before answering: dialing "
            "again", q, a->text, lane);
     char again[256];
-    if (dial(g, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
+    if (dial(t, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
       return st; /* the first error says more */
   }
   dc_tcp_attach(t, q, lane, fd, reply.host, a->text);
   dc_tcp_seal(t, q, lane, seal);
-  dc_log(g, "connected to rank %d lane %d at %s%s", q, lane, a->text,
+  dc_tcp_log(t, "connected to rank %d lane %d at %s%s", q, lane, a->text,
          auth->secure ? " (job token proven, frames authenticated)"
          : auth->on ? " (job token proven)" : "");
   return DC_OK;
 }
 
-static dc_status connect_all(dc_group *g, dc_tcp *t, const ring_plan *p,
+static dc_status connect_all(dc_tcp *t, const dc_mesh_plan *p,
                              const dc_auth *auth, double deadline, char *err,
                              size_t errlen) {
   for (int q = 0; q < p->size; q++)
-    for (int l = 0; ring_dials(p, q) && l < ring_lanes(p); l++) {
-      dc_status st = connect_one(g, t, p, auth, q, l, deadline, err, errlen);
+    for (int l = 0; dc_plan_dials(p, q) && l < dc_plan_lanes(p); l++) {
+      dc_status st = connect_one(t, p, auth, q, l, deadline, err, errlen);
       if (st != DC_OK)
         return st;
     }
   return DC_OK;
 }
 
-static dc_status connect_and_accept(dc_group *g, dc_tcp *t,
-                                    const ring_plan *p, const dc_auth *auth,
+static dc_status connect_and_accept(dc_tcp *t,
+                                    const dc_mesh_plan *p, const dc_auth *auth,
                                     char *err, size_t errlen) {
-  double deadline = dc_now() + g->timeout_s;
-  int accept_first = ring_neighbours_only(p) && p->rank < p->size - 1;
+  double deadline = dc_now() + dc_tcp_timeout(t);
+  int accept_first = dc_plan_neighbours_only(p) && p->rank < p->size - 1;
   dc_status st =
-      accept_first ? ring_accept_all(g, t, p, auth, deadline, err, errlen)
-                   : connect_all(g, t, p, auth, deadline, err, errlen);
+      accept_first ? dc_mesh_accept_all(t, p, auth, deadline, err, errlen)
+                   : connect_all(t, p, auth, deadline, err, errlen);
   if (st != DC_OK)
     return st;
-  return accept_first ? connect_all(g, t, p, auth, deadline, err, errlen)
-                      : ring_accept_all(g, t, p, auth, deadline, err, errlen);
+  return accept_first ? connect_all(t, p, auth, deadline, err, errlen)
+                      : dc_mesh_accept_all(t, p, auth, deadline, err, errlen);
 }
 
-dc_status ring_connect(dc_group *g, dc_tcp *t, const ring_plan *p, char *err,
-                       size_t errlen) {
+dc_status dc_mesh_connect(dc_tcp *t, const dc_mesh_plan *p, char *err,
+                          size_t errlen) {
   dc_auth auth; /* read for every group: split groups prove it too */
+  err[0] = '\0';
   dc_status st = dc_auth_from_env(&auth, err, errlen);
   if (st != DC_OK)
     return st;
-  st = connect_and_accept(g, t, p, &auth, err, errlen);
+  st = connect_and_accept(t, p, &auth, err, errlen);
   dc_auth_clear(&auth);
-  return st;
+  /* its failures go through the hooks (the owner keeps the text), err
+   * stays empty for them */
+  return st == DC_OK ? dc_mesh_setup_shm(t, p) : st;
 }

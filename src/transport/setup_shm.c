@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "algo/tune.h"
-#include "backends/ring/ring.h"
 #include "transport/frame.h"
+#include "transport/handshake.h"
 #include "transport/shm.h"
 
 typedef struct shm_offer {
@@ -31,9 +31,8 @@ enum { OK_PIPES = 1, OK_PULL = 2 }; /* verdict bits, per peer */
 static volatile uint64_t probe_word;
 
 typedef struct shm_plan {
-  dc_group *g;
   dc_tcp *t;
-  const ring_plan *p;
+  const dc_mesh_plan *p;
   uint64_t *hosts;  /* every rank's host key */
   int *peers, npeers; /* this rank's same-host peers, in rank order */
 } shm_plan;
@@ -42,7 +41,7 @@ typedef struct shm_plan {
  * ranks know the host of their own neighbours alone, so the slots are
  * fixed: 0 for the left neighbour, 1 for the right. */
 static int pos(const shm_plan *s, int r, int x) {
-  if (ring_neighbours_only(s->p))
+  if (dc_plan_neighbours_only(s->p))
     return x == s->p->size ? 2 : x == (r + 1) % s->p->size;
   int k = 0;
   for (int q = 0; q < x; q++)
@@ -62,7 +61,7 @@ static dc_status swap(shm_plan *s, uint32_t round, const char *mine,
   dc_tcp_begin(s->t, &c, DC_OPC_SETUP, bytes, DC_UINT8, DC_SUM, round, 0);
   dc_xfer *x = malloc(sizeof *x * 2 * (size_t)s->npeers);
   if (!x)
-    return dc_fail(s->g, DC_ERR_NOMEM, "no memory for the shm set-up");
+    return dc_tcp_fail(s->t, DC_ERR_NOMEM, "no memory for the shm set-up");
   for (int i = 0; i < s->npeers; i++) {
     x[2 * i] = dc_xsend(s->peers[i], 0, mine + stride * (size_t)i, bytes);
     x[2 * i + 1] = dc_xrecv(s->peers[i], 0, theirs + bytes * (size_t)i, bytes);
@@ -108,7 +107,7 @@ static void attach_all(shm_plan *s, const shm_offer *offers,
                 ? OK_PIPES
                 : 0;
     if (!ok[i])
-      dc_log(s->g, "shared memory with rank %d unavailable (%s): using TCP",
+      dc_tcp_log(s->t, "shared memory with rank %d unavailable (%s): using TCP",
              s->peers[i], name[0] ? err : "it has none");
     else if (can_pull(&offers[i], &pids[i]))
       ok[i] |= OK_PULL;
@@ -133,7 +132,7 @@ static void wire_pull(shm_plan *s, const pid_t *pids, const unsigned char *ok,
 
 static dc_status connect_pipes(shm_plan *s) {
   dc_tcp *t = s->t;
-  const ring_plan *p = s->p;
+  const dc_mesh_plan *p = s->p;
   shm_offer mine = {0}, *offers;
   char *name = mine.name, err[160];
   probe_word = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid(); /* the same every time */
@@ -143,7 +142,7 @@ static dc_status connect_pipes(shm_plan *s) {
   size_t pipes = (size_t)count_local(s, p->rank) * (size_t)t->lanes;
   if (dc_shm_new_name(name) != DC_OK ||
       dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {
-    dc_log(s->g, "no shared memory (%s): using TCP", name[0] ? err : "no name");
+    dc_tcp_log(s->t, "no shared memory (%s): using TCP", name[0] ? err : "no name");
     name[0] = '\0';
   }
   offers = calloc((size_t)s->npeers, sizeof *offers);
@@ -151,7 +150,7 @@ static dc_status connect_pipes(shm_plan *s) {
   unsigned char *ok = calloc((size_t)s->npeers, 2); /* ours, then theirs */
   dc_status st = offers && ok && pids
                      ? swap(s, 0, (char *)&mine, 0, (char *)offers, sizeof mine)
-                     : dc_fail(s->g, DC_ERR_NOMEM, "no memory");
+                     : dc_tcp_fail(s->t, DC_ERR_NOMEM, "no memory");
   if (st == DC_OK) { /* each peer's verdict on our segment */
     attach_all(s, offers, ok, pids);
     st = swap(s, 1, (char *)ok, 1, (char *)ok + s->npeers, 1);
@@ -170,16 +169,16 @@ static dc_status connect_pipes(shm_plan *s) {
   return st;
 }
 
-dc_status ring_shm_setup(dc_group *g, dc_tcp *t, const ring_plan *p) {
+dc_status dc_mesh_setup_shm(dc_tcp *t, const dc_mesh_plan *p) {
   if (!dc_shm_enabled())
     return DC_OK;
-  shm_plan s = {.g = g, .t = t, .p = p};
+  shm_plan s = {.t = t, .p = p};
   s.hosts = calloc((size_t)p->size, sizeof *s.hosts);
   s.peers = calloc((size_t)p->size, sizeof *s.peers);
   if (!s.hosts || !s.peers || !dc_tcp_new_segs(t, p->size)) {
     free(s.hosts);
     free(s.peers);
-    return dc_fail(g, DC_ERR_NOMEM, "no memory for the shm set-up");
+    return dc_tcp_fail(t, DC_ERR_NOMEM, "no memory for the shm set-up");
   }
   for (int q = 0; q < p->size; q++)
     s.hosts[q] = q == p->rank ? p->host : dc_tcp_peer_host(t, q);
@@ -188,7 +187,7 @@ dc_status ring_shm_setup(dc_group *g, dc_tcp *t, const ring_plan *p) {
       s.peers[s.npeers++] = q;
   dc_status st = s.npeers ? connect_pipes(&s) : DC_OK;
   if (st == DC_OK && s.npeers)
-    dc_log(g, "shared memory with %d same-host peer(s)%s", s.npeers,
+    dc_tcp_log(t, "shared memory with %d same-host peer(s)%s", s.npeers,
            t->pull_ok ? ", single copy" : "");
   free(s.hosts);
   free(s.peers);
