@@ -2,15 +2,35 @@
  * first non-blocking call, runs the queued requests one at a time in issue
  * order (that order is what keeps ranks in step) by calling the blocking
  * public functions; it sleeps on a condition variable when the queue is
- * empty. The group is the thread's while the queue is not empty: blocking
+ * empty. The group belongs to whoever runs the head request: blocking
  * calls drain the queue first, so nothing else touches it meanwhile.
- * Fast path: a dc_wait on the head request that nobody runs yet claims it
- * (busy) and runs it on the caller's thread, saving the hand-off to the
- * worker and back (two wake-ups, most of a small request's cost). Order is
- * kept: only the head is ever run, by whoever claimed it. */
+ *
+ * Callers run requests too: dc_wait, and a blocking call draining the
+ * queue, claim each head request nobody runs yet (busy) and run it on the
+ * caller's thread, in order, instead of sleeping until the thread has.
+ *
+ * The small-request path (issue, then wait at once) would otherwise pay
+ * for waking the thread (a futex wake per request, and on a loaded host a
+ * thread that competes for the core) although the caller runs the request
+ * itself. So the doorbell adapts (see ring()):
+ *   eager  every issue wakes the thread, which starts the request at once;
+ *          the mode a group starts in.
+ *   lazy   entered after LAZY_AFTER waits in a row that found their request
+ *          still unstarted at the head (the caller waited at once, so the
+ *          wake bought nothing). Issue wakes no one unless a request is
+ *          already queued; the thread instead looks every LAZY_POLL_US and
+ *          starts a head request it saw at its previous look (so a request
+ *          nobody waits for still starts within 2 * LAZY_POLL_US), which
+ *          also puts the group back in eager mode. So does a dc_wait that
+ *          found its request started by the thread, a dc_test on a request
+ *          not done, and LAZY_IDLE_POLLS looks at an empty queue (the
+ *          thread then sleeps until woken; idle, it burns no core).
+ * Finished requests go to a short free list: no malloc per request. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +39,13 @@
 #include "async/async.h"
 #include "core/group.h"
 
+enum {
+  LAZY_AFTER = 4,         /* quick waits in a row that make a group lazy */
+  LAZY_POLL_US = 500,     /* the lazy thread's look period */
+  LAZY_IDLE_POLLS = 64,   /* empty looks before the thread sleeps for good */
+  SPARE_MAX = 16,         /* finished requests kept for reuse */
+};
+
 typedef struct dc_async {
   pthread_mutex_t mu;
   pthread_cond_t work; /* to the thread: a request was queued, or stop */
@@ -26,10 +53,18 @@ typedef struct dc_async {
   pthread_t thread;
   dc_group *g;
   dc_request *head, *tail; /* head runs next, or now when busy */
+  dc_request *spare;       /* free list (SPARE_MAX at most) */
+  int nspare;
   int busy;          /* a thread (worker or a waiter) is running head */
   int stop;
   int refs;          /* the group's + one per request not freed */
-  dc_status failed;  /* g->failed as the thread last saw it */
+  int lazy;          /* the doorbell's mode (see the top of the file) */
+  int go;            /* the thread may start what is queued now */
+  int quick;         /* waits in a row that ran their own request */
+  int sleeping;      /* the thread waits on work */
+  uint64_t seq;      /* last request number given */
+  uint64_t seen;     /* head's number at the lazy thread's last look */
+  dc_status failed;  /* g->failed as last seen after a request */
   dc_interrupt_fn user_fn; /* the group's interrupt, polled by waiters */
   void *user_arg;
   atomic_int cancel; /* a waiter's interrupt fired */
@@ -40,6 +75,7 @@ struct dc_request {
   dc_rq_args args;
   const char *name;
   dc_request *next;
+  uint64_t seq;
   int done;
   dc_status status;
   char err[512];
@@ -107,8 +143,21 @@ static void block_signals(void) {
   pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
-/* Record r's result and pop it (a->mu held); wake waiters, and the worker
- * when a waiter ran r and more is queued. */
+/* Let the thread start what is queued (a->mu held). Costs a futex wake
+ * only when the thread sleeps. */
+static void ring(dc_async *a) {
+  a->go = 1;
+  if (a->sleeping)
+    pthread_cond_signal(&a->work);
+}
+
+/* Back to eager mode (a->mu held): the next issue rings. */
+static void eager(dc_async *a) {
+  a->lazy = 0;
+  a->quick = 0;
+}
+
+/* Record r's result and pop it (a->mu held); wake waiters. */
 static void finish(dc_async *a, dc_request *r, dc_status st) {
   dc_group *g = a->g;
   r->status = st;
@@ -118,37 +167,74 @@ static void finish(dc_async *a, dc_request *r, dc_status st) {
   a->busy = 0;
   if (!a->head) {
     a->tail = NULL;
+    a->go = 0;
     if (atomic_load(&a->cancel) && g->failed == DC_OK)
       dc_fail_as(g, r->name, DC_ERR_INTERRUPTED, "interrupted while waiting");
-  } else {
-    pthread_cond_signal(&a->work);
   }
   a->failed = g->failed;
   r->done = 1;
   pthread_cond_broadcast(&a->done);
 }
 
+static void deadline_in(struct timespec *ts, long ns) {
+  clock_gettime(CLOCK_REALTIME, ts);
+  ts->tv_nsec += ns;
+  if (ts->tv_nsec >= 1000000000) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000;
+  }
+}
+
 static void *worker(void *arg) {
   dc_async *a = arg;
   dc_group *g = a->g;
+  int idle = 0;
   in_worker = 1;
   block_signals();
   pthread_mutex_lock(&a->mu);
   for (;;) {
-    while ((!a->head || a->busy) && !a->stop)
-      pthread_cond_wait(&a->work, &a->mu);
-    if (!a->head || a->busy)
-      break; /* stop: release drained the queue first */
     dc_request *r = a->head;
-    a->busy = 1;
-    g->interrupt = cancelled;
-    g->interrupt_arg = a;
-    pthread_mutex_unlock(&a->mu);
-    dc_status st = run_one(a, r);
-    pthread_mutex_lock(&a->mu);
-    g->interrupt = a->user_fn;
-    g->interrupt_arg = a->user_arg;
-    finish(a, r, st);
+    if (r && !a->busy && a->go) {
+      a->busy = 1;
+      idle = 0;
+      g->interrupt = cancelled;
+      g->interrupt_arg = a;
+      pthread_mutex_unlock(&a->mu);
+      dc_status st = run_one(a, r);
+      pthread_mutex_lock(&a->mu);
+      g->interrupt = a->user_fn;
+      g->interrupt_arg = a->user_arg;
+      finish(a, r, st);
+      continue;
+    }
+    if (a->stop && !a->head)
+      break; /* release drained the queue first */
+    if (!a->lazy || a->stop) {
+      a->sleeping = 1;
+      pthread_cond_wait(&a->work, &a->mu);
+      a->sleeping = 0;
+      continue;
+    }
+    struct timespec ts;
+    deadline_in(&ts, LAZY_POLL_US * 1000L);
+    a->sleeping = 1;
+    int rc = pthread_cond_timedwait(&a->work, &a->mu, &ts);
+    a->sleeping = 0;
+    if (rc != ETIMEDOUT)
+      continue;
+    r = a->head;
+    if (!r) {
+      a->seen = 0;
+      if (++idle >= LAZY_IDLE_POLLS)
+        eager(a); /* nothing to do: sleep until the next issue rings */
+    } else if (!a->busy && r->seq == a->seen) {
+      /* queued for a whole look period and nobody waits for it: start it,
+       * and start the next ones at once (the caller computes meanwhile) */
+      eager(a);
+      a->go = 1;
+    } else {
+      a->seen = r->seq;
+    }
   }
   pthread_mutex_unlock(&a->mu);
   return NULL;
@@ -168,16 +254,24 @@ static void run_here(dc_async *a, dc_request *r) {
   finish(a, r, st);
 }
 
-static void unref(dc_async *a) {
-  pthread_mutex_lock(&a->mu);
-  int last = --a->refs == 0;
-  pthread_mutex_unlock(&a->mu);
-  if (!last)
-    return;
+static void destroy(dc_async *a) {
+  while (a->spare) {
+    dc_request *r = a->spare;
+    a->spare = r->next;
+    free(r);
+  }
   pthread_cond_destroy(&a->work);
   pthread_cond_destroy(&a->done);
   pthread_mutex_destroy(&a->mu);
   free(a);
+}
+
+static void unref(dc_async *a) {
+  pthread_mutex_lock(&a->mu);
+  int last = --a->refs == 0;
+  pthread_mutex_unlock(&a->mu);
+  if (last)
+    destroy(a);
 }
 
 static dc_status start(dc_group *g, const char *name) {
@@ -217,58 +311,83 @@ dc_status dc_async_issue(dc_group *g, const char *name, const dc_rq_args *x,
       return st;
   }
   dc_async *a = g->async;
-  dc_request *r = calloc(1, sizeof *r);
-  if (!r)
-    return DC_ERR_NOMEM; /* the group may be the thread's: no detail */
+  pthread_mutex_lock(&a->mu);
+  dc_request *r = a->spare;
+  if (r) {
+    a->spare = r->next;
+    a->nspare--;
+  } else {
+    pthread_mutex_unlock(&a->mu);
+    r = malloc(sizeof *r);
+    if (!r)
+      return DC_ERR_NOMEM; /* the group may be the thread's: no detail */
+    pthread_mutex_lock(&a->mu);
+  }
+  dc_status failed = a->failed;
+  if (failed != DC_OK) {
+    r->next = a->spare; /* poisoned: the first failure's detail stays */
+    a->spare = r;
+    a->nspare++;
+    pthread_mutex_unlock(&a->mu);
+    return failed;
+  }
   r->a = a;
   r->args = *x;
   r->name = name;
-  pthread_mutex_lock(&a->mu);
-  dc_status failed = a->failed;
-  if (failed == DC_OK) {
-    a->refs++;
-    if (a->tail)
-      a->tail->next = r;
-    else
-      a->head = r;
-    a->tail = r;
-    pthread_cond_signal(&a->work);
+  r->next = NULL;
+  r->seq = ++a->seq;
+  r->done = 0;
+  r->status = DC_OK;
+  r->err[0] = '\0';
+  a->refs++;
+  if (a->tail) {
+    a->tail->next = r;
+    ring(a); /* one is already waiting: the caller is not waiting at once */
+  } else {
+    a->head = r;
+    if (!a->lazy)
+      ring(a);
   }
+  a->tail = r;
   pthread_mutex_unlock(&a->mu);
-  if (failed != DC_OK) {
-    free(r); /* poisoned: the first failure's detail stays in g->err */
-    return failed;
-  }
   *req = r;
   return DC_OK;
 }
 
-/* Wait (a->mu held) until r is done, or the queue is empty when r is NULL,
+/* Wait (a->mu held) for a request to complete or a->done to be signalled,
  * polling the caller's interrupt every 100 ms. Bounded: the request
  * running makes progress or fails within the group's timeout. */
-static void wait_locked(dc_async *a, dc_request *r) {
-  while (r ? !r->done : a->head != NULL) {
-    if (!a->user_fn) {
-      pthread_cond_wait(&a->done, &a->mu);
-      continue;
-    }
-    dc_interrupt_fn fn = a->user_fn;
-    void *arg = a->user_arg;
-    pthread_mutex_unlock(&a->mu);
-    if (!atomic_load(&a->cancel) && fn(arg))
-      atomic_store(&a->cancel, 1);
-    pthread_mutex_lock(&a->mu);
-    if (r ? r->done : a->head == NULL)
-      break;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 100 * 1000 * 1000;
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait(&a->done, &a->mu, &ts);
+static void wait_step(dc_async *a) {
+  if (!a->user_fn) {
+    pthread_cond_wait(&a->done, &a->mu);
+    return;
   }
+  dc_interrupt_fn fn = a->user_fn;
+  void *arg = a->user_arg;
+  pthread_mutex_unlock(&a->mu);
+  if (!atomic_load(&a->cancel) && fn(arg))
+    atomic_store(&a->cancel, 1);
+  pthread_mutex_lock(&a->mu);
+  struct timespec ts;
+  deadline_in(&ts, 100 * 1000 * 1000L);
+  pthread_cond_timedwait(&a->done, &a->mu, &ts);
+}
+
+/* Until r is done (or the queue empty when r is NULL), run each head
+ * request nobody runs yet here and wait for the ones somebody runs
+ * (a->mu held). Returns whether r was run here. */
+static int complete_locked(dc_async *a, dc_request *r) {
+  int here = 0;
+  while (r ? !r->done : a->head != NULL) {
+    dc_request *h = a->head;
+    if (h && !a->busy && !in_worker) {
+      run_here(a, h);
+      here |= h == r;
+    } else {
+      wait_step(a);
+    }
+  }
+  return here;
 }
 
 void dc_async_drain(dc_group *g) {
@@ -276,7 +395,7 @@ void dc_async_drain(dc_group *g) {
     return;
   dc_async *a = g->async;
   pthread_mutex_lock(&a->mu);
-  wait_locked(a, NULL);
+  complete_locked(a, NULL);
   /* an interrupt that fired here poisoned the group: g->failed says so */
   pthread_mutex_unlock(&a->mu);
 }
@@ -296,7 +415,7 @@ void dc_async_release(dc_group *g) {
   if (!a)
     return;
   pthread_mutex_lock(&a->mu);
-  wait_locked(a, NULL);
+  complete_locked(a, NULL);
   a->stop = 1;
   pthread_cond_signal(&a->work);
   pthread_mutex_unlock(&a->mu);
@@ -310,10 +429,25 @@ dc_status dc_wait(dc_request *r) {
     return dc_init_fail(DC_ERR_INVALID, "wait: request is NULL");
   dc_async *a = r->a;
   pthread_mutex_lock(&a->mu);
-  if (!r->done && a->head == r && !a->busy && !in_worker)
-    run_here(a, r);
-  if (!r->done)
-    wait_locked(a, r);
+  if (!r->done) {
+    int first = a->head == r && !a->busy;
+    int here = complete_locked(a, r);
+    if (first && here) {
+      /* waited at once: waking the thread for it bought nothing */
+      if (!a->lazy && ++a->quick >= LAZY_AFTER) {
+        a->lazy = 1;
+        a->seen = 0;
+        if (a->sleeping)
+          pthread_cond_signal(&a->work); /* to look on its timer */
+      }
+    } else if (!here) {
+      eager(a);
+    }
+    if (a->head && !a->busy)
+      ring(a); /* the rest progresses while the caller goes on */
+  } else {
+    eager(a); /* the thread ran it: the caller computed meanwhile */
+  }
   dc_status st = r->status;
   pthread_mutex_unlock(&a->mu);
   return st;
@@ -323,10 +457,15 @@ dc_status dc_test(dc_request *r, int *done) {
   if (!r || !done)
     return dc_init_fail(DC_ERR_INVALID, "test: %s is NULL",
                         r ? "done" : "request");
-  pthread_mutex_lock(&r->a->mu);
+  dc_async *a = r->a;
+  pthread_mutex_lock(&a->mu);
   *done = r->done;
   dc_status st = r->done ? r->status : DC_OK;
-  pthread_mutex_unlock(&r->a->mu);
+  if (!r->done) {
+    eager(a); /* a caller that polls computes meanwhile */
+    ring(a);
+  }
+  pthread_mutex_unlock(&a->mu);
   return st;
 }
 
@@ -354,8 +493,22 @@ const char *dc_request_error(const dc_request *r) {
 void dc_request_free(dc_request *r) {
   if (!r)
     return;
-  dc_wait(r);
   dc_async *a = r->a;
+  pthread_mutex_lock(&a->mu);
+  if (!r->done) {
+    pthread_mutex_unlock(&a->mu);
+    dc_wait(r);
+    pthread_mutex_lock(&a->mu);
+  }
+  int last = --a->refs == 0;
+  if (!last && a->nspare < SPARE_MAX) {
+    r->next = a->spare;
+    a->spare = r;
+    a->nspare++;
+    r = NULL;
+  }
+  pthread_mutex_unlock(&a->mu);
   free(r);
-  unref(a);
+  if (last)
+    destroy(a);
 }
