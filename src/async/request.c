@@ -25,7 +25,19 @@
  *          found its request started by the thread, a dc_test on a request
  *          not done, and LAZY_IDLE_POLLS looks at an empty queue (the
  *          thread then sleeps until woken; idle, it burns no core).
- * Finished requests go to a short free list: no malloc per request. */
+ * The fast path, dc_wait on a request alone in the queue and not started
+ * (the small op waited for at once), takes the lock once: it claims the
+ * request (busy = FAST), runs it unlocked, stores the result and sets done
+ * (release) without the lock; the next lock() by anyone pops it (settle).
+ * As nobody is woken then, sleepers look every FAST_LOOK_NS while a FAST
+ * request runs (only a second thread waiting on the group, against the
+ * rules, could sleep meanwhile). Finished requests go to a short free list
+ * (no malloc per request); a done request is freed without the lock (the
+ * free list and reference count are the user thread's). With the lazy
+ * doorbell that is two locked instructions and no system call per small
+ * request; the lock is a spin lock (unlock: a plain store) and sleeping is
+ * on futexes, as a pthread mutex pair costs twice as much.
+ * bench/request_cost.sh measures it (bench/overlap.md). */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -49,7 +61,9 @@ enum {
   LAZY_POLL_US = 500,     /* the lazy thread's look period */
   LAZY_IDLE_POLLS = 64,   /* empty looks before the thread sleeps for good */
   SPARE_MAX = 16,         /* finished requests kept for reuse */
+  FAST = 2,               /* a->busy of dc_wait's fast path */
 };
+#define FAST_LOOK_NS (1000 * 1000L)
 
 typedef struct dc_async {
   atomic_int lk;       /* spin lock over everything below (lock/unlock) */
@@ -63,11 +77,15 @@ typedef struct dc_async {
   dc_request *head, *tail; /* head runs next, or now when busy */
   /* The group's user thread's (issue, dc_request_free, release; "a group
    * is used by one thread at a time"), not under lk: */
-  dc_request *spare; /* free list (SPARE_MAX at most) */
+  dc_request *spare; /* free list (SPARE_MAX at most), via spare_next */
   int nspare;
   int refs;          /* the group's + one per request not freed */
+  dc_request *deferred; /* last run by dc_wait's fast path: maybe still
+                           the (done) head, so never handed to free() */
   /* under lk: */
-  int busy;          /* a thread (worker or a waiter) is running head */
+  int busy;          /* a thread (worker or a waiter) is running head;
+                        FAST: dc_wait's fast path, which wakes no one when
+                        done, so sleepers look every FAST_LOOK_NS */
   int stop;
   int lazy;          /* the doorbell's mode (see the top of the file) */
   int go;            /* the thread may start what is queued now */
@@ -85,9 +103,10 @@ struct dc_request {
   dc_async *a;
   dc_rq_args args;
   const char *name;
-  dc_request *next;
+  dc_request *next;       /* the queue (under lk) */
+  dc_request *spare_next; /* the spare list (the user thread's) */
   uint64_t seq;
-  atomic_int done;   /* set last, under lk, with release order */
+  atomic_int done;   /* set last, with release order */
   dc_status status;
   char err[512];
 };
@@ -100,12 +119,15 @@ static _Thread_local int in_worker;
  * are a few loads and stores; a holder preempted on a loaded host costs
  * its spinners a sched_yield. Sleeping is on futexes (wseq, dseq), woken
  * after the lock is dropped. */
+static void settle(dc_async *a);
+
 static void lock(dc_async *a) {
   int spins = 0;
   while (atomic_exchange_explicit(&a->lk, 1, memory_order_acquire))
     while (atomic_load_explicit(&a->lk, memory_order_relaxed))
       if (++spins > 64)
         sched_yield();
+  settle(a);
 }
 
 static void futex_wake(atomic_uint *w, int n) {
@@ -212,12 +234,9 @@ static void eager(dc_async *a) {
   a->quick = 0;
 }
 
-/* Record r's result and pop it (a->lk held); wake waiters. */
-static void finish(dc_async *a, dc_request *r, dc_status st) {
+/* Pop the done head r (a->lk held). */
+static void pop(dc_async *a, dc_request *r) {
   dc_group *g = a->g;
-  r->status = st;
-  if (st != DC_OK)
-    snprintf(r->err, sizeof r->err, "%s", g->err);
   a->head = r->next;
   a->busy = 0;
   if (!a->head) {
@@ -227,6 +246,23 @@ static void finish(dc_async *a, dc_request *r, dc_status st) {
       dc_fail_as(g, r->name, DC_ERR_INTERRUPTED, "interrupted while waiting");
   }
   a->failed = g->failed;
+}
+
+/* dc_wait's fast path finishes without the lock: it sets done and leaves
+ * its request at the head, busy, for whoever takes the lock next to pop
+ * here (every lock() does). */
+static void settle(dc_async *a) {
+  dc_request *r = a->head;
+  if (r && atomic_load_explicit(&r->done, memory_order_acquire))
+    pop(a, r);
+}
+
+/* Record r's result and pop it (a->lk held); wake waiters. */
+static void finish(dc_async *a, dc_request *r, dc_status st) {
+  r->status = st;
+  if (st != DC_OK)
+    snprintf(r->err, sizeof r->err, "%s", a->g->err);
+  pop(a, r);
   atomic_store_explicit(&r->done, 1, memory_order_release);
   if (a->nwait) {
     atomic_fetch_add_explicit(&a->dseq, 1, memory_order_relaxed);
@@ -259,6 +295,8 @@ static void *worker(void *arg) {
     if (a->stop && !a->head)
       break; /* release drained the queue first */
     long ns = a->lazy && !a->stop ? LAZY_POLL_US * 1000L : 0;
+    if (!ns && a->busy == FAST)
+      ns = FAST_LOOK_NS;
     unsigned v = atomic_load_explicit(&a->wseq, memory_order_relaxed);
     a->sleeping = 1;
     unlock(a);
@@ -302,7 +340,7 @@ static void run_here(dc_async *a, dc_request *r) {
 static void destroy(dc_async *a) {
   while (a->spare) {
     dc_request *r = a->spare;
-    a->spare = r->next;
+    a->spare = r->spare_next;
     free(r);
   }
   free(a);
@@ -347,22 +385,26 @@ dc_status dc_async_issue(dc_group *g, const char *name, const dc_rq_args *x,
       return st;
   }
   dc_async *a = g->async;
+  /* spares are reused under the lock: the one dc_wait's fast path ran
+   * may be the head until lock() pops it */
+  lock(a);
   dc_request *r = a->spare;
   if (r) {
-    a->spare = r->next;
+    a->spare = r->spare_next;
     a->nspare--;
   } else {
+    unlock(a);
     r = malloc(sizeof *r);
     if (!r)
       return DC_ERR_NOMEM; /* the group may be the thread's: no detail */
+    lock(a);
   }
-  lock(a);
   dc_status failed = a->failed;
   if (failed != DC_OK) {
-    unlock(a);
-    r->next = a->spare; /* poisoned: the first failure's detail stays */
+    r->spare_next = a->spare; /* poisoned: the first failure's detail stays */
     a->spare = r;
     a->nspare++;
+    unlock(a);
     return failed;
   }
   r->a = a;
@@ -395,11 +437,12 @@ static void wait_step(dc_async *a) {
   dc_interrupt_fn fn = a->user_fn;
   void *arg = a->user_arg;
   unsigned v = atomic_load_explicit(&a->dseq, memory_order_relaxed);
+  long ns = a->busy == FAST ? FAST_LOOK_NS : fn ? 100 * 1000 * 1000L : 0;
   a->nwait++;
   unlock(a);
   if (fn && !atomic_load(&a->cancel) && fn(arg))
     atomic_store(&a->cancel, 1);
-  futex_sleep(&a->dseq, v, fn ? 100 * 1000 * 1000L : 0);
+  futex_sleep(&a->dseq, v, ns);
   lock(a);
   a->nwait--;
 }
@@ -460,6 +503,27 @@ dc_status dc_wait(dc_request *r) {
     return dc_init_fail(DC_ERR_INVALID, "wait: request is NULL");
   dc_async *a = r->a;
   lock(a);
+  if (!r->done && a->head == r && !a->busy && !r->next && !in_worker) {
+    /* the fast path: r alone in the queue and not started. Run it here
+     * and finish it without the lock (settle() pops it later). */
+    if (!a->lazy && ++a->quick >= LAZY_AFTER) {
+      /* waited at once: waking the thread for it bought nothing */
+      a->lazy = 1;
+      a->seen = 0;
+      wake_worker(a); /* to look on its timer */
+    }
+    a->busy = FAST;
+    a->deferred = r;
+    unlock(a);
+    in_worker = 1;
+    dc_status st = run_one(a, r);
+    in_worker = 0;
+    r->status = st;
+    if (st != DC_OK)
+      snprintf(r->err, sizeof r->err, "%s", a->g->err);
+    atomic_store_explicit(&r->done, 1, memory_order_release);
+    return st;
+  }
   if (!r->done) {
     int first = a->head == r && !a->busy;
     int here = complete_locked(a, r);
@@ -528,11 +592,11 @@ void dc_request_free(dc_request *r) {
   dc_async *a = r->a;
   if (!atomic_load_explicit(&r->done, memory_order_acquire))
     dc_wait(r);
-  if (--a->refs == 0) {
+  if (--a->refs == 0) { /* the group is gone: its queue is empty */
     free(r);
     destroy(a);
-  } else if (a->nspare < SPARE_MAX) {
-    r->next = a->spare;
+  } else if (a->nspare < SPARE_MAX || r == a->deferred) {
+    r->spare_next = a->spare;
     a->spare = r;
     a->nspare++;
   } else {
