@@ -10,7 +10,10 @@
  * A size too small for one float per rank is rounded up to one (the row
  * shows the bytes used, as distcomm-perf does). time per op = max over ranks
  * of (loop time / iters) after a barrier; the upper median of R runs.
- * Usage: mpirun -np N ./mpi_ops [runs=5] [max_bytes=134217728] */
+ * Usage: mpirun -np N ./mpi_ops [runs=5] [max_bytes=134217728] [max_iters]
+ *   max_iters caps the iterations per run (MPICH busy-polls: on more ranks
+ *   than cores one small call takes milliseconds, and the schedule's 2000
+ *   iterations would take minutes a size). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   int runs = argc > 1 ? atoi(argv[1]) : 5;
   size_t maxs = argc > 2 ? strtoull(argv[2], NULL, 10) : sizes[NS - 1];
+  int cap_iters = argc > 3 ? atoi(argv[3]) : 0;
   size_t cap = maxs + (size_t)n * 4;
   float *sb = malloc(cap), *rb = malloc(cap);
   double *t = malloc((size_t)runs * sizeof(double));
@@ -58,6 +62,7 @@ int main(int argc, char **argv) {
   for (int o = 0; o < 4; o++) {
     for (size_t k = 0; k < NS && sizes[k] <= maxs; k++) {
       int it = iters_for(sizes[k]);
+      if (cap_iters > 0 && it > cap_iters) it = cap_iters;
       int split = o != 3;
       size_t per = split ? sizes[k] / (4 * (size_t)n) : sizes[k] / 4;
       if (!per) per = 1;

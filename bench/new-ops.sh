@@ -10,7 +10,10 @@
 # same sizes, iteration schedule and columns as distcomm-perf --peers-format.
 # Ends with the host's memcpy rate and the load before and after.
 # Environment: BUILD (default <repo>/build, Release), RANKS ("2 4"),
-# ROUNDS (3), RUNS (5), SIZES (8,1K,64K,1M,16M).
+# ROUNDS (3), RUNS (5), SIZES (8,1K,64K,1M,16M), MPICH_MAX_ITERS (iterations
+# per run cap for MPICH on more than 2 ranks, default 20: it busy-polls, so
+# with more ranks than cores a small call takes milliseconds and the usual
+# 2000 iterations would take minutes per size; the row's iters column says).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$repo/build}
@@ -48,7 +51,9 @@ for n in $ranks; do
     timeout 600 mpirun.openmpi --allow-run-as-root --oversubscribe -np "$n" \
       "$tmp/mpi_ops_ompi" "$runs" "$max" >"$results/ompi.n$n.r$r.txt" 2>&1 ||
       { cat "$results/ompi.n$n.r$r.txt"; echo "new-ops: Open MPI failed" >&2; exit 1; }
-    timeout 600 mpirun.mpich -np "$n" "$tmp/mpi_ops_mpich" "$runs" "$max" \
+    cap=0
+    [ "$n" -gt 2 ] && cap=${MPICH_MAX_ITERS:-20}
+    timeout 600 mpirun.mpich -np "$n" "$tmp/mpi_ops_mpich" "$runs" "$max" "$cap" \
       >"$results/mpich.n$n.r$r.txt" 2>&1 ||
       { cat "$results/mpich.n$n.r$r.txt"; echo "new-ops: MPICH failed" >&2; exit 1; }
   done

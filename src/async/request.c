@@ -1,8 +1,7 @@
 /* Requests and the progress thread. One thread per group, started by the
  * first non-blocking call, runs the queued requests one at a time in issue
  * order (that order is what keeps ranks in step) by calling the blocking
- * public functions; it sleeps on a condition variable when the queue is
- * empty. The group belongs to whoever runs the head request: blocking
+ * public functions; it sleeps (on a futex) when the queue is empty. The group belongs to whoever runs the head request: blocking
  * calls drain the queue first, so nothing else touches it meanwhile.
  *
  * Callers run requests too: dc_wait, and a blocking call draining the
@@ -23,8 +22,9 @@
  *          nobody waits for still starts within 2 * LAZY_POLL_US), which
  *          also puts the group back in eager mode. So does a dc_wait that
  *          found its request started by the thread, a dc_test on a request
- *          not done, and LAZY_IDLE_POLLS looks at an empty queue (the
- *          thread then sleeps until woken; idle, it burns no core).
+ *          not done, and LAZY_IDLE_POLLS looks in a row at an empty queue
+ *          with no request issued since the last look (the thread then
+ *          sleeps until woken; idle, it burns no core).
  * The fast path, dc_wait on a request alone in the queue and not started
  * (the small op waited for at once), takes the lock once: it claims the
  * request (busy = FAST), runs it unlocked, stores the result and sets done
@@ -114,8 +114,8 @@ struct dc_request {
 static _Thread_local int in_worker;
 
 /* The lock is a spin lock, not a mutex: the small-request path takes it
- * four times, and an uncontended pthread mutex costs twice as much (two
- * locked instructions; unlocking here is a plain store). Sections under it
+ * twice (issue, dc_wait), and an uncontended pthread mutex costs twice as
+ * much (two locked instructions; unlocking here is a plain store). Sections under it
  * are a few loads and stores; a holder preempted on a loaded host costs
  * its spinners a sched_yield. Sleeping is on futexes (wseq, dseq), woken
  * after the lock is dropped. */
@@ -274,6 +274,7 @@ static void *worker(void *arg) {
   dc_async *a = arg;
   dc_group *g = a->g;
   int idle = 0;
+  uint64_t issued = 0; /* a->seq at the last look */
   in_worker = 1;
   block_signals();
   lock(a);
@@ -306,6 +307,9 @@ static void *worker(void *arg) {
     if (!timed_out || !a->lazy)
       continue;
     r = a->head;
+    if (a->seq != issued) /* requests came and went: not idle */
+      idle = 0;
+    issued = a->seq;
     if (!r) {
       a->seen = 0;
       if (++idle >= LAZY_IDLE_POLLS)
