@@ -34,9 +34,7 @@
  * rules, could sleep meanwhile). Finished requests go to a short free list
  * (no malloc per request); a done request is freed without the lock (the
  * free list and reference count are the user thread's). With the lazy
- * doorbell that is two locked instructions and no system call per small
- * request; the lock is a spin lock (unlock: a plain store) and sleeping is
- * on futexes, as a pthread mutex pair costs twice as much.
+ * doorbell that is two mutex pairs and no system call per small request.
  * bench/request_cost.sh measures it (bench/overlap.md). */
 #include <errno.h>
 #include <limits.h>
@@ -66,7 +64,7 @@ enum {
 #define FAST_LOOK_NS (1000 * 1000L)
 
 typedef struct dc_async {
-  atomic_int lk;       /* spin lock over everything below (lock/unlock) */
+  pthread_mutex_t mu;  /* over everything below (lock/unlock) */
   atomic_uint wseq;    /* futex: the thread sleeps on it (ring, stop) */
   atomic_uint dseq;    /* futex: waiters sleep on it (a request done) */
   int kick_work;       /* unlock wakes the thread */
@@ -76,13 +74,13 @@ typedef struct dc_async {
   dc_group *g;
   dc_request *head, *tail; /* head runs next, or now when busy */
   /* The group's user thread's (issue, dc_request_free, release; "a group
-   * is used by one thread at a time"), not under lk: */
+   * is used by one thread at a time"), not under mu: */
   dc_request *spare; /* free list (SPARE_MAX at most), via spare_next */
   int nspare;
   int refs;          /* the group's + one per request not freed */
   dc_request *deferred; /* last run by dc_wait's fast path: maybe still
                            the (done) head, so never handed to free() */
-  /* under lk: */
+  /* under mu: */
   int busy;          /* a thread (worker or a waiter) is running head;
                         FAST: dc_wait's fast path, which wakes no one when
                         done, so sleepers look every FAST_LOOK_NS */
@@ -103,7 +101,7 @@ struct dc_request {
   dc_async *a;
   dc_rq_args args;
   const char *name;
-  dc_request *next;       /* the queue (under lk) */
+  dc_request *next;       /* the queue (under mu) */
   dc_request *spare_next; /* the spare list (the user thread's) */
   uint64_t seq;
   atomic_int done;   /* set last, with release order */
@@ -113,20 +111,16 @@ struct dc_request {
 
 static _Thread_local int in_worker;
 
-/* The lock is a spin lock, not a mutex: the small-request path takes it
- * twice (issue, dc_wait), and an uncontended pthread mutex costs twice as
- * much (two locked instructions; unlocking here is a plain store). Sections under it
- * are a few loads and stores; a holder preempted on a loaded host costs
- * its spinners a sched_yield. Sleeping is on futexes (wseq, dseq), woken
- * after the lock is dropped. */
+/* The lock is a pthread mutex. A spin lock (unlock a plain store) made the
+ * small request ~15 ns cheaper, but a spinner whose holder is off its core
+ * can only yield or sleep: with sched_yield, valgrind (one thread at a
+ * time) all but stopped (async_test mixed > 300 s, 6 s before); with a
+ * short sleep, a caller polling dc_test starved the thread (6x slower).
+ * Sleeping is on futexes (wseq, dseq), woken after the lock is dropped. */
 static void settle(dc_async *a);
 
 static void lock(dc_async *a) {
-  int spins = 0;
-  while (atomic_exchange_explicit(&a->lk, 1, memory_order_acquire))
-    while (atomic_load_explicit(&a->lk, memory_order_relaxed))
-      if (++spins > 64)
-        sched_yield();
+  pthread_mutex_lock(&a->mu);
   settle(a);
 }
 
@@ -145,14 +139,14 @@ static int futex_sleep(atomic_uint *w, unsigned v, long ns) {
 static void unlock(dc_async *a) {
   int kw = a->kick_work, kd = a->kick_done;
   a->kick_work = a->kick_done = 0;
-  atomic_store_explicit(&a->lk, 0, memory_order_release);
+  pthread_mutex_unlock(&a->mu);
   if (kw)
     futex_wake(&a->wseq, 1);
   if (kd)
     futex_wake(&a->dseq, INT_MAX);
 }
 
-/* Wake the thread if it sleeps (a->lk held). */
+/* Wake the thread if it sleeps (a->mu held). */
 static void wake_worker(dc_async *a) {
   if (a->sleeping) {
     a->sleeping = 0;
@@ -221,20 +215,20 @@ static void block_signals(void) {
   pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
-/* Let the thread start what is queued (a->lk held). Costs a futex wake
+/* Let the thread start what is queued (a->mu held). Costs a futex wake
  * only when the thread sleeps. */
 static void ring(dc_async *a) {
   a->go = 1;
   wake_worker(a);
 }
 
-/* Back to eager mode (a->lk held): the next issue rings. */
+/* Back to eager mode (a->mu held): the next issue rings. */
 static void eager(dc_async *a) {
   a->lazy = 0;
   a->quick = 0;
 }
 
-/* Pop the done head r (a->lk held). */
+/* Pop the done head r (a->mu held). */
 static void pop(dc_async *a, dc_request *r) {
   dc_group *g = a->g;
   a->head = r->next;
@@ -257,7 +251,7 @@ static void settle(dc_async *a) {
     pop(a, r);
 }
 
-/* Record r's result and pop it (a->lk held); wake waiters. */
+/* Record r's result and pop it (a->mu held); wake waiters. */
 static void finish(dc_async *a, dc_request *r, dc_status st) {
   r->status = st;
   if (st != DC_OK)
@@ -327,7 +321,7 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* Run the claimed head r on the caller's thread (a->lk held on entry and
+/* Run the claimed head r on the caller's thread (a->mu held on entry and
  * exit). The group keeps the user's interrupt, as in a blocking call; the
  * blocking function must not drain the queue r is still at the head of. */
 static void run_here(dc_async *a, dc_request *r) {
@@ -347,6 +341,7 @@ static void destroy(dc_async *a) {
     a->spare = r->spare_next;
     free(r);
   }
+  pthread_mutex_destroy(&a->mu);
   free(a);
 }
 
@@ -360,6 +355,7 @@ static dc_status start(dc_group *g, const char *name) {
   g->op_name = name;
   if (!a)
     return dc_fail(g, DC_ERR_NOMEM, "no memory for the progress thread");
+  pthread_mutex_init(&a->mu, NULL);
   a->g = g;
   a->refs = 1;
   a->user_fn = g->interrupt;
@@ -434,7 +430,7 @@ dc_status dc_async_issue(dc_group *g, const char *name, const dc_rq_args *x,
   return DC_OK;
 }
 
-/* Wait (a->lk held) for a request to complete or a->done to be signalled,
+/* Wait (a->mu held) for a request to complete or a->done to be signalled,
  * polling the caller's interrupt every 100 ms. Bounded: the request
  * running makes progress or fails within the group's timeout. */
 static void wait_step(dc_async *a) {
@@ -453,7 +449,7 @@ static void wait_step(dc_async *a) {
 
 /* Until r is done (or the queue empty when r is NULL), run each head
  * request nobody runs yet here and wait for the ones somebody runs
- * (a->lk held). Returns whether r was run here. */
+ * (a->mu held). Returns whether r was run here. */
 static int complete_locked(dc_async *a, dc_request *r) {
   int here = 0;
   while (r ? !r->done : a->head != NULL) {
