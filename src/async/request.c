@@ -64,7 +64,8 @@ enum {
 #define FAST_LOOK_NS (1000 * 1000L)
 
 typedef struct dc_async {
-  pthread_mutex_t mu;  /* over everything below (lock/unlock) */
+  atomic_uint mu;      /* lock over everything below (lock/unlock):
+                          0 free, 1 held, 2 held and maybe waited for */
   atomic_uint wseq;    /* futex: the thread sleeps on it (ring, stop) */
   atomic_uint dseq;    /* futex: waiters sleep on it (a request done) */
   int kick_work;       /* unlock wakes the thread */
@@ -111,21 +112,34 @@ struct dc_request {
 
 static _Thread_local int in_worker;
 
-/* The lock is a pthread mutex. A spin lock (unlock a plain store) made the
- * small request ~15 ns cheaper, but a spinner whose holder is off its core
- * can only yield or sleep: with sched_yield, valgrind (one thread at a
- * time) all but stopped (async_test mixed > 300 s, 6 s before); with a
- * short sleep, a caller polling dc_test starved the thread (6x slower).
- * Sleeping is on futexes (wseq, dseq), woken after the lock is dropped. */
+/* The lock is the futex mutex of Drepper's "Futexes are tricky" (one
+ * compare-exchange to take it, one exchange to drop it, a system call only
+ * when contended): an inlined pthread mutex without its bookkeeping, ~10 ns
+ * a small request cheaper. A spin lock (unlock a plain store) was cheaper
+ * still, but a spinner whose holder is off its core can only yield or
+ * sleep: with sched_yield valgrind (one thread at a time) all but stopped
+ * (async_test mixed > 300 s, 6 s before); with a short sleep a caller
+ * polling dc_test starved the thread (6x slower). Sleeping is on futexes
+ * too (wseq, dseq), woken after the lock is dropped. */
 static void settle(dc_async *a);
-
-static void lock(dc_async *a) {
-  pthread_mutex_lock(&a->mu);
-  settle(a);
-}
+static int futex_sleep(atomic_uint *w, unsigned v, long ns);
 
 static void futex_wake(atomic_uint *w, int n) {
   syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+static void lock(dc_async *a) {
+  unsigned c = 0;
+  if (!atomic_compare_exchange_strong_explicit(
+          &a->mu, &c, 1, memory_order_acquire, memory_order_relaxed)) {
+    if (c != 2)
+      c = atomic_exchange_explicit(&a->mu, 2, memory_order_acquire);
+    while (c != 0) {
+      futex_sleep(&a->mu, 2, 0);
+      c = atomic_exchange_explicit(&a->mu, 2, memory_order_acquire);
+    }
+  }
+  settle(a);
 }
 
 /* Sleep while *w == v, at most ns (0: no limit). Returns 1 on timeout. */
@@ -139,7 +153,8 @@ static int futex_sleep(atomic_uint *w, unsigned v, long ns) {
 static void unlock(dc_async *a) {
   int kw = a->kick_work, kd = a->kick_done;
   a->kick_work = a->kick_done = 0;
-  pthread_mutex_unlock(&a->mu);
+  if (atomic_exchange_explicit(&a->mu, 0, memory_order_release) == 2)
+    futex_wake(&a->mu, 1);
   if (kw)
     futex_wake(&a->wseq, 1);
   if (kd)
@@ -341,7 +356,6 @@ static void destroy(dc_async *a) {
     a->spare = r->spare_next;
     free(r);
   }
-  pthread_mutex_destroy(&a->mu);
   free(a);
 }
 
@@ -355,7 +369,6 @@ static dc_status start(dc_group *g, const char *name) {
   g->op_name = name;
   if (!a)
     return dc_fail(g, DC_ERR_NOMEM, "no memory for the progress thread");
-  pthread_mutex_init(&a->mu, NULL);
   a->g = g;
   a->refs = 1;
   a->user_fn = g->interrupt;
