@@ -24,7 +24,7 @@ runs=${RUNS:-5}
 sizes=${SIZES:-8,1K,64K,1M,16M}
 perf=$build/bin/distcomm-perf
 launch=$build/bin/distcomm-launch
-[ -x "$perf" ] && [ -x "$launch" ] || { echo "new-ops: build $build first" >&2; exit 1; }
+if [ ! -x "$perf" ] || [ ! -x "$launch" ]; then echo "new-ops: build $build first" >&2; exit 1; fi
 mkdir -p "$results"
 tmp=$(mktemp -d /tmp/distcomm-newops.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -61,6 +61,7 @@ done
 echo "# load after: $(uptime)" >>"$results/info.txt"
 cc -O2 -o "$tmp/membw" "$repo/../shared/bench/peers/membw.c" 2>/dev/null &&
   echo "# host memcpy: $("$tmp/membw" 128 9 | grep -i memcpy | head -1)" >>"$results/info.txt"
+# shellcheck disable=SC2086 # ranks is a word list on purpose
 /usr/bin/python3 - "$results" $ranks >"$results/table.md" <<'PY'
 import glob, os, statistics, sys
 res, ranks = sys.argv[1], sys.argv[2:]

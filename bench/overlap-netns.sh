@@ -19,11 +19,15 @@ shift $(($# < 3 ? $# : 3))
 [ "${1:-}" = -- ] && shift
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(--hidden 1024 --layers 8 --batch 16 --steps 10)
+# shellcheck source=../tests/mp/mp_lib.sh
 . "$here/../tests/mp/mp_lib.sh"
 mp_netns_pair dcov
-ip netns exec "$a" tc qdisc add dev "$va" root tbf rate "$rate" burst 256kb latency 50ms &&
-  ip netns exec "$b" tc qdisc add dev "$vb" root tbf rate "$rate" burst 256kb latency 50ms ||
-  { echo "overlap-netns: tc tbf failed"; exit 1; }
+# shellcheck disable=SC2154 # a, b, va, vb, net: set by mp_netns_pair
+if ! ip netns exec "$a" tc qdisc add dev "$va" root tbf rate "$rate" burst 256kb latency 50ms ||
+  ! ip netns exec "$b" tc qdisc add dev "$vb" root tbf rate "$rate" burst 256kb latency 50ms; then
+  echo "overlap-netns: tc tbf failed"
+  exit 1
+fi
 modes=(blocking-1MiB overlap-1MiB)
 flags() {
   case $1 in
