@@ -279,8 +279,13 @@ DC_API unsigned long long dc_group_collectives(const dc_group *group);
 /* dc_iNAME(group, ..., &req) starts what dc_NAME does and returns at once
  * with *req set (NULL when the call itself fails). A request runs on the
  * group's progress thread, created on the first non-blocking call and
- * asleep on a condition variable when there is nothing to do, so it moves
- * while the caller computes.
+ * asleep (on a futex) when there is nothing to do, so it moves while the
+ * caller computes. A group whose last requests were all waited for at once
+ * stops waking the thread at each call (the wake costs more than a small
+ * request; the caller's dc_wait runs it anyway): its thread then looks
+ * every 0.5 ms and starts a request that has waited a whole look, so one
+ * nobody waits for still starts within 1 ms, and the group goes back to
+ * waking the thread at once (see src/async/request.c).
  *
  * Order: one progress thread per group runs its requests one at a time in
  * issue order, and a blocking call (or split, or a training helper) on a
@@ -291,7 +296,9 @@ DC_API unsigned long long dc_group_collectives(const dc_group *group);
  * against a non-blocking one is the same op and matches). A dc_wait on the
  * oldest request in flight that the thread has not started yet runs it on
  * the caller's thread instead, as a blocking call would (same order, the
- * group's own interrupt polled), saving the hand-off to the thread and back.
+ * group's own interrupt polled), saving the hand-off to the thread and back;
+ * so does it for the requests ahead of the one waited for, and a blocking
+ * call for those it queues behind.
  *
  * Buffers belong to the caller until the request completes (dc_wait,
  * dc_test saying done, dc_wait_all): until then the library may read send
@@ -310,7 +317,8 @@ DC_API unsigned long long dc_group_collectives(const dc_group *group);
  *
  * While requests are in flight, read their detail with dc_request_error(),
  * not dc_group_last_error(), and do not call dc_group_collectives().
- * Waiting on a request is for the thread that uses the group.
+ * Waiting on a request, and freeing it, is for the thread that uses the
+ * group (one thread at a time, as for the group).
  *
  * dc_group_free() of the last reference with requests in flight waits for
  * them (each bounded as above), then stops the progress thread. Requests

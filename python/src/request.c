@@ -45,8 +45,9 @@ static void request_dealloc(pydc_request *self) {
   if (self->r) { /* still in flight: the buffers are ours until it ends */
     dc_request *r = self->r;
     Py_BEGIN_ALLOW_THREADS
-    dc_request_free(r);
+    dc_wait(r);
     Py_END_ALLOW_THREADS
+    dc_request_free(r); /* done: under the GIL, like every issue */
   }
   release(self);
   PyMem_RawFree(self->v);

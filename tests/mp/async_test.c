@@ -1,6 +1,6 @@
 /* Non-blocking requests (dc_i*) against the blocking calls.
  *
- * Usage: async_test mixed | mismatch | kill MIB
+ * Usage: async_test mixed | mismatch | lazy | kill MIB
  *   mixed     many requests in flight at once (all_sum/max/min of several
  *             dtypes, all_gather, sum_scatter, broadcast from every root,
  *             barrier, send/recv between pairs); results must equal the
@@ -12,6 +12,13 @@
  *   mismatch  rank 0 issues iall_sum of 10 floats, the others 11: every
  *             rank's request fails with ERR_MISMATCH, the requests behind it
  *             fail alike, and a new request fails at once.
+ *   lazy      the doorbell's lazy mode (src/async/request.c): after many
+ *             requests waited for at once, rank 0 issues one and sleeps
+ *             1 s before waiting: the others' blocking all_sum must end
+ *             within 0.5 s (the thread starts a request nobody waits for);
+ *             then requests ahead of the one waited for, and ahead of a
+ *             blocking call, run in order with the right results, and
+ *             wait-then-free / free-later mixes reuse requests correctly.
  *   kill MIB  loops: 4 requests of MIB MiB in flight, then wait_all. Prints
  *             "rank R ready pid P" after the first round. When a peer dies:
  *             "rank R: ERR <STATUS> at <wall>: <detail>" for the first
@@ -259,6 +266,113 @@ static int mismatch(dc_group *g) {
   return fails ? 1 : 0;
 }
 
+/* x[i] = rank + i + k: the all_sum is size * (i + k) + size (size - 1) / 2. */
+static int sums_ok(const double *y, size_t n, int k) {
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != size * (double)(i + (size_t)k) + size * (size - 1) / 2.0)
+      return 0;
+  return 1;
+}
+
+static void fill_k(double *x, size_t n, int k) {
+  for (size_t i = 0; i < n; i++)
+    x[i] = rank + (double)i + k;
+}
+
+static int lazy(dc_group *g) {
+  enum { N = 5 };
+  double x[4][N], y[4][N];
+  dc_request *r[4];
+  for (int k = 0; k < 32; k++) { /* waited for at once: the group goes lazy */
+    fill_k(x[0], N, k);
+    dc_status st = dc_iall_sum(g, x[0], y[0], N, DC_FLOAT64, r);
+    if (st == DC_OK)
+      st = dc_wait(r[0]);
+    CHECK(st == DC_OK && sums_ok(y[0], N, k), "quick request %d: %s", k,
+          dc_status_name(st));
+    dc_request_free(r[0]);
+  }
+  fill_k(x[0], N, 7);
+  if (rank == 0) {
+    dc_status st = dc_iall_sum(g, x[0], y[0], N, DC_FLOAT64, r);
+    usleep(1000 * 1000); /* nobody waits: the thread must start it */
+    if (st == DC_OK)
+      st = dc_wait(r[0]);
+    CHECK(st == DC_OK && sums_ok(y[0], N, 7), "request not waited for: %s",
+          dc_status_name(st));
+    dc_request_free(r[0]);
+  } else {
+    double t0 = mp_mono();
+    dc_status st = dc_all_sum(g, x[0], y[0], N, DC_FLOAT64);
+    double dt = mp_mono() - t0;
+    CHECK(st == DC_OK && sums_ok(y[0], N, 7) && dt < 0.5,
+          "blocking all_sum against rank 0's request nobody waited for: "
+          "%s after %.3f s (want < 0.5 s)", dc_status_name(st), dt);
+  }
+  for (int round = 0; round < 3; round++) {
+    /* go lazy again, then three queued: waiting for the last runs all */
+    for (int k = 0; k < 8; k++) {
+      fill_k(x[0], N, k);
+      dc_status st = dc_iall_sum(g, x[0], y[0], N, DC_FLOAT64, r);
+      if (st == DC_OK)
+        st = dc_wait(r[0]);
+      CHECK(st == DC_OK && sums_ok(y[0], N, k), "quick %d: %s", k,
+            dc_status_name(st));
+      dc_request_free(r[0]);
+    }
+    for (int i = 0; i < 3; i++) {
+      fill_k(x[i], N, 10 * round + i);
+      CHECK(dc_iall_sum(g, x[i], y[i], N, DC_FLOAT64, r + i) == DC_OK,
+            "issue %d", i);
+    }
+    dc_status st = dc_wait(r[2]);
+    CHECK(st == DC_OK && sums_ok(y[2], N, 10 * round + 2), "last of 3: %s",
+          dc_status_name(st));
+    for (int i = 0; i < 2; i++) {
+      int done = 0;
+      dc_status s2 = dc_test(r[i], &done);
+      CHECK(done && s2 == DC_OK && sums_ok(y[i], N, 10 * round + i),
+            "request %d ahead of the one waited for: done %d, %s", i, done,
+            dc_status_name(s2));
+    }
+    for (int i = 0; i < 3; i++)
+      dc_request_free(r[i]);
+    /* two queued, then a blocking call: it queues behind them */
+    for (int i = 0; i < 3; i++)
+      fill_k(x[i], N, 20 + i);
+    CHECK(dc_iall_sum(g, x[0], y[0], N, DC_FLOAT64, r) == DC_OK, "issue a");
+    CHECK(dc_iall_sum(g, x[1], y[1], N, DC_FLOAT64, r + 1) == DC_OK,
+          "issue b");
+    st = dc_all_sum(g, x[2], y[2], N, DC_FLOAT64);
+    int d0 = 0, d1 = 0;
+    dc_test(r[0], &d0);
+    dc_test(r[1], &d1);
+    CHECK(st == DC_OK && d0 && d1 && sums_ok(y[0], N, 20) &&
+              sums_ok(y[1], N, 21) && sums_ok(y[2], N, 22),
+          "blocking call behind two requests: %s, done %d %d",
+          dc_status_name(st), d0, d1);
+    dc_request_free(r[0]);
+    dc_request_free(r[1]);
+    /* wait, free later: requests reused while others are still held */
+    for (int k = 0; k < 40; k++) {
+      int i = k % 4;
+      fill_k(x[i], N, k);
+      st = dc_iall_sum(g, x[i], y[i], N, DC_FLOAT64, r + i);
+      if (st == DC_OK)
+        st = dc_wait(r[i]);
+      CHECK(st == DC_OK && sums_ok(y[i], N, k), "held %d: %s", k,
+            dc_status_name(st));
+      if (i == 3)
+        for (int j = 0; j < 4; j++)
+          dc_request_free(r[j]);
+    }
+  }
+  dc_group_free(g);
+  printf("rank %d/%d: %ld checks passed, %ld failed\n", rank, size, pass,
+         fails);
+  return fails ? 1 : 0;
+}
+
 static int kill_loop(dc_group *g, size_t mib) {
   size_t n = mib * 1024 * 1024 / 4;
   float *buf[4];
@@ -313,7 +427,7 @@ static int kill_loop(dc_group *g, size_t mib) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: async_test mixed | mismatch | kill MIB\n");
+    fprintf(stderr, "usage: async_test mixed | mismatch | lazy | kill MIB\n");
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -324,6 +438,8 @@ int main(int argc, char **argv) {
     return mixed(g);
   if (!strcmp(argv[1], "mismatch"))
     return mismatch(g);
+  if (!strcmp(argv[1], "lazy"))
+    return lazy(g);
   if (!strcmp(argv[1], "kill") && argc > 2)
     return kill_loop(g, mp_parse_size("MIB", argv[2]));
   fprintf(stderr, "async_test: unknown mode %s\n", argv[1]);
