@@ -57,7 +57,8 @@ static long arg(int argc, char **argv, const char *name, long def) {
       char *end;
       long v = strtol(argv[i + 1], &end, 10);
       if (*end || v <= 0) {
-        fprintf(stderr, "bench-bucketing: %s must be a positive integer\n", name);
+        fprintf(stderr, "bench-bucketing: %s must be a positive integer\n",
+                name);
         exit(2);
       }
       return v;
@@ -99,10 +100,9 @@ int main(int argc, char **argv) {
                                    DC_ALL_REDUCE_SIZE_DEFAULT};
   dc_tensor *list[MODES] = {t, t, t, &whole};
   size_t nlist[MODES] = {ntensors, ntensors, ntensors, 1};
-  const char *label[MODES] = {"bucketed, all_reduce_size 32 MiB",
-                              "bucketed, all_reduce_size 64 KiB",
-                              "one by one, all_reduce_size 0",
-                              "(floor: the same bytes as 1 tensor)"};
+  const char *label[MODES] = {
+      "bucketed, all_reduce_size 32 MiB", "bucketed, all_reduce_size 64 KiB",
+      "one by one, all_reduce_size 0", "(floor: the same bytes as 1 tensor)"};
   double *times = malloc(sizeof(double) * MODES * (size_t)rounds);
   unsigned long long sums[MODES];
   for (int m = 0; m < MODES; m++) {
@@ -113,7 +113,8 @@ int main(int argc, char **argv) {
   }
   for (int r = 0; r < rounds; r++)
     for (int m = 0; m < MODES; m++)
-      times[m * rounds + r] = time_calls(g, list[m], nlist[m], bucket[m], iters);
+      times[m * rounds + r] =
+          time_calls(g, list[m], nlist[m], bucket[m], iters);
 
   if (rank == 0) {
     printf("bench-bucketing: %d ranks (%s), %zu tensors x %zu bytes float32 "
@@ -133,7 +134,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < ntensors * count; i++)
     bad |= data[i] != 1.0f;
   if (bad)
-    fprintf(stderr, "bench-bucketing: rank %d: averaged values changed!\n", rank);
+    fprintf(stderr, "bench-bucketing: rank %d: averaged values changed!\n",
+            rank);
   free(times);
   free(t);
   free(data);

@@ -72,19 +72,19 @@ DC_API const char *dc_version(void);
 /* ---- status codes ------------------------------------------------------ */
 
 /* X(name, value, text): one list makes the enum, the names and the texts. */
-#define DC_STATUS_MAP(X)                                                        \
-  X(OK, 0, "success")                                                           \
-  X(ERR_INVALID, -1, "invalid argument")                                        \
-  X(ERR_NOMEM, -2, "out of memory")                                             \
-  X(ERR_SYSTEM, -3, "system error")                                             \
-  X(ERR_TIMEOUT, -4, "timed out waiting for a peer")                            \
-  X(ERR_PEER_LOST, -5, "peer lost (exited or closed the connection)")           \
-  X(ERR_MISMATCH, -6, "ranks disagree on op, count, dtype or root")             \
-  X(ERR_NOT_SUPPORTED, -7, "not supported")                                     \
-  X(ERR_UNAVAILABLE, -8, "backend unavailable (not built or not configured)")   \
-  X(ERR_CONFIG, -9, "bad configuration (hostfile or environment)")              \
-  X(ERR_AUTH, -10, "authentication failed")                                     \
-  X(ERR_ABORTED, -11, "group aborted by an earlier failure")                  \
+#define DC_STATUS_MAP(X)                                                       \
+  X(OK, 0, "success")                                                          \
+  X(ERR_INVALID, -1, "invalid argument")                                       \
+  X(ERR_NOMEM, -2, "out of memory")                                            \
+  X(ERR_SYSTEM, -3, "system error")                                            \
+  X(ERR_TIMEOUT, -4, "timed out waiting for a peer")                           \
+  X(ERR_PEER_LOST, -5, "peer lost (exited or closed the connection)")          \
+  X(ERR_MISMATCH, -6, "ranks disagree on op, count, dtype or root")            \
+  X(ERR_NOT_SUPPORTED, -7, "not supported")                                    \
+  X(ERR_UNAVAILABLE, -8, "backend unavailable (not built or not configured)")  \
+  X(ERR_CONFIG, -9, "bad configuration (hostfile or environment)")             \
+  X(ERR_AUTH, -10, "authentication failed")                                    \
+  X(ERR_ABORTED, -11, "group aborted by an earlier failure")                   \
   X(ERR_INTERRUPTED, -12, "interrupted by the caller")
 
 typedef enum dc_status {
@@ -101,7 +101,7 @@ DC_API const char *dc_status_name(dc_status status);
 /* ---- data types and reductions ---------------------------------------- */
 
 typedef enum dc_dtype {
-  DC_BOOL,      /* 1 byte, 0 or 1 */
+  DC_BOOL, /* 1 byte, 0 or 1 */
   DC_INT8,
   DC_INT16,
   DC_INT32,
@@ -110,8 +110,8 @@ typedef enum dc_dtype {
   DC_UINT16,
   DC_UINT32,
   DC_UINT64,
-  DC_FLOAT16,   /* IEEE binary16, reduced in float32 arithmetic */
-  DC_BFLOAT16,  /* bfloat16, reduced in float32 arithmetic */
+  DC_FLOAT16,  /* IEEE binary16, reduced in float32 arithmetic */
+  DC_BFLOAT16, /* bfloat16, reduced in float32 arithmetic */
   DC_FLOAT32,
   DC_FLOAT64,
   DC_COMPLEX64, /* two float32: real, imaginary */
@@ -262,8 +262,7 @@ DC_API dc_status dc_scatter(dc_group *group, const void *send, void *recv,
  * used on other ranks (may be NULL). (dc_reduce_to, not MPI's "reduce":
  * that name is the library's element kernel.) */
 DC_API dc_status dc_reduce_to(dc_group *group, const void *send, void *recv,
-                              size_t count, dc_dtype dtype, dc_op op,
-                              int root);
+                              size_t count, dc_dtype dtype, dc_op op, int root);
 
 /* Returns once every rank of the group has entered it. */
 DC_API dc_status dc_barrier(dc_group *group);
@@ -351,13 +350,12 @@ DC_API dc_status dc_iall_max(dc_group *group, const void *send, void *recv,
 DC_API dc_status dc_iall_min(dc_group *group, const void *send, void *recv,
                              size_t count, dc_dtype dtype, dc_request **req);
 DC_API dc_status dc_iall_gather(dc_group *group, const void *send, void *recv,
-                                size_t count, dc_dtype dtype,
-                                dc_request **req);
+                                size_t count, dc_dtype dtype, dc_request **req);
 DC_API dc_status dc_ireduce_scatter(dc_group *group, const void *send,
                                     void *recv, size_t count, dc_dtype dtype,
                                     dc_op op, dc_request **req);
-DC_API dc_status dc_isum_scatter(dc_group *group, const void *send,
-                                 void *recv, size_t count, dc_dtype dtype,
+DC_API dc_status dc_isum_scatter(dc_group *group, const void *send, void *recv,
+                                 size_t count, dc_dtype dtype,
                                  dc_request **req);
 /* Requests run one at a time: an isend to a rank that has not yet posted
  * the matching recv holds back the requests behind it (as dc_send would). */
@@ -369,8 +367,7 @@ DC_API dc_status dc_ibroadcast(dc_group *group, void *buf, size_t count,
                                dc_dtype dtype, int root, dc_request **req);
 DC_API dc_status dc_ibarrier(dc_group *group, dc_request **req);
 DC_API dc_status dc_iall_to_all(dc_group *group, const void *send, void *recv,
-                                size_t count, dc_dtype dtype,
-                                dc_request **req);
+                                size_t count, dc_dtype dtype, dc_request **req);
 /* The four arrays are read when the request runs: keep them too. */
 DC_API dc_status dc_iall_to_allv(dc_group *group, const void *send,
                                  const size_t *send_counts,
@@ -385,8 +382,8 @@ DC_API dc_status dc_iscatter(dc_group *group, const void *send, void *recv,
                              size_t count, dc_dtype dtype, int root,
                              dc_request **req);
 DC_API dc_status dc_ireduce_to(dc_group *group, const void *send, void *recv,
-                               size_t count, dc_dtype dtype, dc_op op,
-                               int root, dc_request **req);
+                               size_t count, dc_dtype dtype, dc_op op, int root,
+                               dc_request **req);
 
 /* ---- training helpers (MLX's mlx.nn.average_gradients and friends) ----- */
 
@@ -431,12 +428,10 @@ DC_API dc_status dc_average_gradients(dc_group *group, dc_tensor *tensors,
  * ready) with the group's detailed error. Marking a tensor twice or out of
  * range is DC_ERR_INVALID (dc_last_error says which); avg stays usable. */
 typedef struct dc_grad_average dc_grad_average;
-DC_API dc_status dc_average_gradients_start(dc_group *group,
-                                            dc_tensor *tensors, size_t n,
-                                            long long all_reduce_size,
+DC_API dc_status dc_average_gradients_start(dc_group *group, dc_tensor *tensors,
+                                            size_t n, long long all_reduce_size,
                                             dc_grad_average **avg);
-DC_API dc_status dc_average_gradients_ready(dc_grad_average *avg,
-                                            size_t index);
+DC_API dc_status dc_average_gradients_ready(dc_grad_average *avg, size_t index);
 DC_API dc_status dc_average_gradients_wait(dc_grad_average *avg);
 
 /* Clip gradients whose shards live on different ranks: the global norm is

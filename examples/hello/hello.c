@@ -17,22 +17,27 @@
 static void format_array(char *out, size_t cap, const float *x, size_t n) {
   size_t len = (size_t)snprintf(out, cap, "array([");
   for (size_t i = 0; i < n && len < cap; i++)
-    len += (size_t)snprintf(out + len, cap - len, "%s%g", i ? ", " : "", (double)x[i]);
-  if (len < cap) snprintf(out + len, cap - len, "], dtype=float32)");
+    len += (size_t)snprintf(out + len, cap - len, "%s%g", i ? ", " : "",
+                            (double)x[i]);
+  if (len < cap)
+    snprintf(out + len, cap - len, "], dtype=float32)");
 }
 
 static int fail(const char *what, dc_status st, const char *detail) {
-  fprintf(stderr, "hello: %s: %s%s%s\n", what, dc_strerror(st), *detail ? ": " : "", detail);
+  fprintf(stderr, "hello: %s: %s%s%s\n", what, dc_strerror(st),
+          *detail ? ": " : "", detail);
   return 1;
 }
 
 int main(void) {
   dc_group *world;
   dc_status st = dc_init("any", 0, &world);
-  if (st != DC_OK) return fail("init", st, dc_last_error());
+  if (st != DC_OK)
+    return fail("init", st, dc_last_error());
 
   float x[N];
-  for (int i = 0; i < N; i++) x[i] = 1.0f;
+  for (int i = 0; i < N; i++)
+    x[i] = 1.0f;
   st = dc_all_sum(world, x, x, N, DC_FLOAT32); /* in place, as MLX allows */
   if (st != DC_OK) {
     int rc = fail("all_sum", st, dc_group_last_error(world));

@@ -93,7 +93,8 @@ static void relu(float *x, size_t n) {
     x[i] = x[i] > 0 ? x[i] : 0;
 }
 
-/* ---- options ----------------------------------------------------------------- */
+/* ---- options
+ * ----------------------------------------------------------------- */
 
 static int parse_int(const char *name, const char *s, long long lo,
                      long long hi, long long *out, char *err, size_t len) {
@@ -126,15 +127,19 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
   int id, at;
   while ((id = getopt_long(argc, argv, "", longs, &at)) != -1) {
     long long v = 0;
-    int *dst = id == 'b' ? &o->batch : id == 'i' ? &o->in
-             : id == 'h' ? &o->hidden : id == 'o' ? &o->out : NULL;
+    int *dst = id == 'b'   ? &o->batch
+               : id == 'i' ? &o->in
+               : id == 'h' ? &o->hidden
+               : id == 'o' ? &o->out
+                           : NULL;
     if (id == 'H')
       return 1;
     if (id == '?') {
       if (optopt) /* a known option without its value */
         snprintf(err, len, "%s needs a value (see --help)", argv[optind - 1]);
       else
-        snprintf(err, len, "unknown option '%s' (see --help)", argv[optind - 1]);
+        snprintf(err, len, "unknown option '%s' (see --help)",
+                 argv[optind - 1]);
       return -1;
     }
     if (id == 'c') {
@@ -154,14 +159,17 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
     return -1;
   }
   if (o->hidden < ranks) {
-    snprintf(err, len, "--hidden %d is smaller than the %d ranks: every rank "
-             "needs at least one hidden unit", o->hidden, ranks);
+    snprintf(err, len,
+             "--hidden %d is smaller than the %d ranks: every rank "
+             "needs at least one hidden unit",
+             o->hidden, ranks);
     return -1;
   }
   return 0;
 }
 
-/* ---- model, shard, forward passes -------------------------------------------- */
+/* ---- model, shard, forward passes
+ * -------------------------------------------- */
 
 static int model_make(model *m, const options *o, float **x) {
   uint64_t s = o->seed * 0x2545F4914F6CDD1Dull + 1;
@@ -230,7 +238,8 @@ static dc_status forward_sharded(dc_group *g, const shard *sh, const model *m,
   return DC_OK;
 }
 
-/* ---- the comparison ------------------------------------------------------------ */
+/* ---- the comparison
+ * ------------------------------------------------------------ */
 
 typedef struct compare {
   double max_abs, worst_ratio; /* worst |diff| / allowed; <= 1 passes */
@@ -265,7 +274,8 @@ static compare compare_outputs(const model *m, const shard *sh, int batch,
   return c;
 }
 
-/* ---- main ---------------------------------------------------------------------- */
+/* ---- main
+ * ---------------------------------------------------------------------- */
 
 static int fail(int rank, const char *what, dc_status st, const dc_group *g) {
   fprintf(stderr, "tensor_parallel: rank %d: %s: %s (%s)\n", rank, what,
@@ -281,9 +291,10 @@ static int run(dc_group *g, const options *o) {
   size_t ysize = (size_t)o->batch * o->out;
   float *h_full = malloc((size_t)o->batch * o->hidden * sizeof(float));
   float *h = malloc((size_t)o->batch * o->hidden * sizeof(float));
-  float *y_ref = malloc(ysize * sizeof(float)), *y = malloc(ysize * sizeof(float));
-  if (model_make(&m, o, &x) || shard_make(&sh, &m, rank, n) || !h_full ||
-      !h || !y_ref || !y) {
+  float *y_ref = malloc(ysize * sizeof(float)),
+        *y = malloc(ysize * sizeof(float));
+  if (model_make(&m, o, &x) || shard_make(&sh, &m, rank, n) || !h_full || !h ||
+      !y_ref || !y) {
     fprintf(stderr, "tensor_parallel: rank %d: out of memory\n", rank);
     return 1;
   }
@@ -292,9 +303,9 @@ static int run(dc_group *g, const options *o) {
            "seed %llu\n  layer 1 all-to-sharded: rank 0 holds rows %d..%d of "
            "W1 (%d of %d), no communication\n  layer 2 sharded-to-all: the "
            "same columns of W2, one all_sum of %zu floats, b2 added once\n",
-           n, n == 1 ? "" : "s", dc_group_backend(g), o->in, o->hidden,
-           o->out, o->batch, o->seed, sh.lo, sh.hi - 1, sh.hi - sh.lo,
-           o->hidden, ysize);
+           n, n == 1 ? "" : "s", dc_group_backend(g), o->in, o->hidden, o->out,
+           o->batch, o->seed, sh.lo, sh.hi - 1, sh.hi - sh.lo, o->hidden,
+           ysize);
   unsigned long long before = dc_group_collectives(g);
   dc_status st = forward_sharded(g, &sh, &m, x, o->batch, h, y);
   if (st != DC_OK)

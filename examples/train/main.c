@@ -52,7 +52,8 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- options ---------------------------------------------------------------- */
+/* ---- options ----------------------------------------------------------------
+ */
 
 /* Reads a whole-string integer in [lo, hi]; on failure writes the one-line
  * reason into err. */
@@ -70,21 +71,51 @@ static int parse_int(const char *name, const char *s, long long lo,
   return 0;
 }
 
-static int parse_option(int id, const char *name, const char *arg,
-                        options *o, char *err, size_t errlen) {
+static int parse_option(int id, const char *name, const char *arg, options *o,
+                        char *err, size_t errlen) {
   long long v = 0;
   int rc = 0;
   switch (id) {
-  case 's': rc = parse_int(name, arg, 1, INT_MAX, &v, err, errlen); o->steps = (int)v; break;
-  case 'b': rc = parse_int(name, arg, 1, 1 << 20, &v, err, errlen); o->batch = (int)v; break;
-  case 'h': rc = parse_int(name, arg, 1, 4096, &v, err, errlen); o->hidden = (int)v; break;
-  case 'y': rc = parse_int(name, arg, 1, MLP_MAX_LAYERS - 1, &v, err, errlen); o->layers = (int)v; break;
-  case 'O': o->overlap = 1; break;
-  case 'p': rc = parse_int(name, arg, 10, 10000000, &v, err, errlen); o->points = (int)v; break;
-  case 'k': rc = parse_int(name, arg, 2, 64, &v, err, errlen); o->classes = (int)v; break;
-  case 'L': rc = parse_int(name, arg, 1, INT_MAX, &v, err, errlen); o->log_every = (int)v; break;
-  case 'S': rc = parse_int(name, arg, 0, LLONG_MAX, &v, err, errlen); o->seed = (unsigned long long)v; break;
-  case 'B': rc = parse_int(name, arg, LLONG_MIN, LLONG_MAX, &v, err, errlen); o->bucket_bytes = v; o->bucket_set = 1; break;
+  case 's':
+    rc = parse_int(name, arg, 1, INT_MAX, &v, err, errlen);
+    o->steps = (int)v;
+    break;
+  case 'b':
+    rc = parse_int(name, arg, 1, 1 << 20, &v, err, errlen);
+    o->batch = (int)v;
+    break;
+  case 'h':
+    rc = parse_int(name, arg, 1, 4096, &v, err, errlen);
+    o->hidden = (int)v;
+    break;
+  case 'y':
+    rc = parse_int(name, arg, 1, MLP_MAX_LAYERS - 1, &v, err, errlen);
+    o->layers = (int)v;
+    break;
+  case 'O':
+    o->overlap = 1;
+    break;
+  case 'p':
+    rc = parse_int(name, arg, 10, 10000000, &v, err, errlen);
+    o->points = (int)v;
+    break;
+  case 'k':
+    rc = parse_int(name, arg, 2, 64, &v, err, errlen);
+    o->classes = (int)v;
+    break;
+  case 'L':
+    rc = parse_int(name, arg, 1, INT_MAX, &v, err, errlen);
+    o->log_every = (int)v;
+    break;
+  case 'S':
+    rc = parse_int(name, arg, 0, LLONG_MAX, &v, err, errlen);
+    o->seed = (unsigned long long)v;
+    break;
+  case 'B':
+    rc = parse_int(name, arg, LLONG_MIN, LLONG_MAX, &v, err, errlen);
+    o->bucket_bytes = v;
+    o->bucket_set = 1;
+    break;
   case 'l': {
     char *end;
     o->lr = strtod(arg, &end);
@@ -123,10 +154,17 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
       {"log-every", required_argument, NULL, 'L'},
       {"help", no_argument, NULL, 'H'},
       {NULL, 0, NULL, 0}};
-  *o = (options){.steps = 300, .batch = 256, .hidden = 64, .layers = 2,
+  *o = (options){.steps = 300,
+                 .batch = 256,
+                 .hidden = 64,
+                 .layers = 2,
                  .points = 6000,
-                 .classes = 3, .log_every = 25, .adam = 1, .lr = 0.01,
-                 .seed = 1, .bucket_bytes = DC_ALL_REDUCE_SIZE_DEFAULT};
+                 .classes = 3,
+                 .log_every = 25,
+                 .adam = 1,
+                 .lr = 0.01,
+                 .seed = 1,
+                 .bucket_bytes = DC_ALL_REDUCE_SIZE_DEFAULT};
   opterr = 0; /* our own messages: one line, from rank 0 only */
   int id, at;
   while ((id = getopt_long(argc, argv, "", longs, &at)) != -1) {
@@ -134,9 +172,11 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
       return 1;
     if (id == '?') {
       if (optopt) /* a known option without its value */
-        snprintf(err, errlen, "%s needs a value (see --help)", argv[optind - 1]);
+        snprintf(err, errlen, "%s needs a value (see --help)",
+                 argv[optind - 1]);
       else
-        snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+        snprintf(err, errlen, "unknown option '%s' (see --help)",
+                 argv[optind - 1]);
       return -1;
     }
     if (parse_option(id, longs[at].name, optarg, o, err, errlen))
@@ -145,13 +185,15 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
   if (o->overlap && !o->bucket_set)
     o->bucket_bytes = 1 << 20;
   if (optind < argc) {
-    snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+    snprintf(err, errlen, "unexpected argument '%s' (see --help)",
+             argv[optind]);
     return -1;
   }
   if (o->batch % ranks) {
     snprintf(err, errlen,
              "--batch %d does not split evenly over %d ranks (each rank takes "
-             "batch / ranks samples)", o->batch, ranks);
+             "batch / ranks samples)",
+             o->batch, ranks);
     return -1;
   }
   if (o->batch > o->points) {
@@ -162,7 +204,8 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
   return 0;
 }
 
-/* ---- the run ------------------------------------------------------------------- */
+/* ---- the run
+ * ------------------------------------------------------------------- */
 
 typedef struct run {
   dc_group *g;
@@ -173,8 +216,8 @@ typedef struct run {
   mlp model, grad;
   workspace ws;
   optimizer opt_state;
-  int *idx;          /* the global batch's indices */
-  float loss;        /* this rank's mean loss, averaged along with the grads */
+  int *idx;   /* the global batch's indices */
+  float loss; /* this rank's mean loss, averaged along with the grads */
   dc_tensor list[2 * MLP_MAX_LAYERS + 1];
   size_t ntensors;
   dc_grad_average *avg; /* --overlap: the step's averaging in flight */
@@ -191,7 +234,8 @@ static void die(run *r, const char *what, dc_status st) {
 static int setup(run *r) {
   options *o = &r->opt;
   int n_test = o->points / 5; /* a held-out fifth */
-  if (spirals_make(o->seed, o->classes, o->points, n_test, &r->train, &r->test) ||
+  if (spirals_make(o->seed, o->classes, o->points, n_test, &r->train,
+                   &r->test) ||
       sampler_init(&r->batches, o->points, o->seed) ||
       mlp_init(&r->model, 2, o->hidden, o->classes, o->layers + 1) ||
       mlp_init(&r->grad, 2, o->hidden, o->classes, o->layers + 1) ||
@@ -285,9 +329,9 @@ static float step(run *r) {
     if (st != DC_OK)
       die(r, "dc_average_gradients_start", st);
   }
-  r->loss = mlp_loss_grad(&r->model, &r->train, r->idx + r->rank * local,
-                          local, &r->grad, &r->ws,
-                          r->opt.overlap ? layer_done : NULL, r);
+  r->loss =
+      mlp_loss_grad(&r->model, &r->train, r->idx + r->rank * local, local,
+                    &r->grad, &r->ws, r->opt.overlap ? layer_done : NULL, r);
   double t1 = now();
   if (r->opt.overlap) /* the loss is the last entry: taken as ready here */
     st = dc_average_gradients_wait(r->avg);
@@ -295,8 +339,9 @@ static float step(run *r) {
     st = dc_average_gradients(r->g, r->list, r->ntensors, r->opt.bucket_bytes);
   r->avg = NULL;
   if (st != DC_OK)
-    die(r, r->opt.overlap ? "dc_average_gradients_wait"
-                          : "dc_average_gradients", st);
+    die(r,
+        r->opt.overlap ? "dc_average_gradients_wait" : "dc_average_gradients",
+        st);
   double t2 = now();
   optimizer_step(&r->opt_state, &r->model, &r->grad);
   r->t_compute += (t1 - t0 - r->t_ready) + (now() - t2);
@@ -310,8 +355,8 @@ static double accuracy(run *r) {
   int n = r->test.n;
   int first = (int)((long long)n * r->rank / r->size);
   int last = (int)((long long)n * (r->rank + 1) / r->size);
-  long long correct = mlp_count_correct(&r->model, &r->test, first,
-                                        last - first, &r->ws);
+  long long correct =
+      mlp_count_correct(&r->model, &r->test, first, last - first, &r->ws);
   dc_status st = dc_all_sum(r->g, &correct, &correct, 1, DC_INT64);
   if (st != DC_OK)
     die(r, "all_sum of the accuracy", st);
@@ -336,7 +381,8 @@ static int check_weights(run *r) {
   if (st != DC_OK)
     die(r, "checksum exchange", st);
   if (hi != lo) {
-    fprintf(stderr, "train: rank %d: WEIGHTS DIFFER BETWEEN RANKS: mine "
+    fprintf(stderr,
+            "train: rank %d: WEIGHTS DIFFER BETWEEN RANKS: mine "
             "0x%016" PRIx64 ", min 0x%016" PRIx64 ", max 0x%016" PRIx64 "\n",
             r->rank, mine, lo, hi);
     return -1;
@@ -357,8 +403,8 @@ static void train(run *r) {
       if (r->rank == 0)
         print_header(r);
     }
-    if (r->rank == 0 && (s == 1 || s % r->opt.log_every == 0 ||
-                         s == r->opt.steps)) {
+    if (r->rank == 0 &&
+        (s == 1 || s % r->opt.log_every == 0 || s == r->opt.steps)) {
       printf("step %4d  loss %.6f\n", s, loss);
       fflush(stdout);
     }

@@ -102,8 +102,7 @@ static void forward(const mlp *m, const dataset *d, const int *idx, int first,
     ws->act[0][2 * s + 1] = d->x[2 * p + 1];
   }
   for (int k = 0; k < m->layers; k++)
-    layer_forward(&m->l[k], ws->act[k], ws->act[k + 1], n,
-                  k < m->layers - 1);
+    layer_forward(&m->l[k], ws->act[k], ws->act[k + 1], n, k < m->layers - 1);
 }
 
 /* Turns the logits into d(loss)/d(logits) in place and returns the summed

@@ -74,7 +74,7 @@ void mlp_randomize(mlp *m, uint64_t seed);
 /* Scratch space for a batch of up to `batch` samples. */
 typedef struct workspace {
   float *act[MLP_MAX_LAYERS + 1]; /* act[0] = input, act[layers] = logits */
-  float *delta[2];            /* back-propagated error, two buffers */
+  float *delta[2];                /* back-propagated error, two buffers */
   int batch, width;
 } workspace;
 
@@ -93,13 +93,14 @@ float mlp_loss_grad(const mlp *m, const dataset *d, const int *idx, int n,
 long long mlp_count_correct(const mlp *m, const dataset *d, int first, int n,
                             workspace *ws);
 
-/* ---- optimizers (model.c) ------------------------------------------------- */
+/* ---- optimizers (model.c) -------------------------------------------------
+ */
 
 typedef struct optimizer {
-  int adam;        /* 1: Adam, 0: plain SGD */
+  int adam; /* 1: Adam, 0: plain SGD */
   float lr;
-  float *m, *v;    /* Adam's moment estimates */
-  long long t;     /* Adam's step count, for bias correction */
+  float *m, *v; /* Adam's moment estimates */
+  long long t;  /* Adam's step count, for bias correction */
 } optimizer;
 
 int optimizer_init(optimizer *o, int adam, float lr, size_t nparams);

@@ -45,18 +45,17 @@ static const struct {
   uint8_t code, bits;
   const char *format, *dtype;
 } dl_types[] = {
-    {DL_BOOL, 8, "?", "bool"},         {DL_INT, 8, "b", "int8"},
-    {DL_INT, 16, "h", "int16"},        {DL_INT, 32, "i", "int32"},
-    {DL_INT, 64, "q", "int64"},        {DL_UINT, 8, "B", "uint8"},
-    {DL_UINT, 16, "H", "uint16"},      {DL_UINT, 32, "I", "uint32"},
-    {DL_UINT, 64, "Q", "uint64"},      {DL_FLOAT, 16, "e", "float16"},
-    {DL_FLOAT, 32, "f", "float32"},    {DL_FLOAT, 64, "d", "float64"},
-    {DL_BFLOAT, 16, "H", "bfloat16"},  {DL_COMPLEX, 64, "Zf", "complex64"},
+    {DL_BOOL, 8, "?", "bool"},        {DL_INT, 8, "b", "int8"},
+    {DL_INT, 16, "h", "int16"},       {DL_INT, 32, "i", "int32"},
+    {DL_INT, 64, "q", "int64"},       {DL_UINT, 8, "B", "uint8"},
+    {DL_UINT, 16, "H", "uint16"},     {DL_UINT, 32, "I", "uint32"},
+    {DL_UINT, 64, "Q", "uint64"},     {DL_FLOAT, 16, "e", "float16"},
+    {DL_FLOAT, 32, "f", "float32"},   {DL_FLOAT, 64, "d", "float64"},
+    {DL_BFLOAT, 16, "H", "bfloat16"}, {DL_COMPLEX, 64, "Zf", "complex64"},
 };
 
 typedef struct {
-  PyObject_HEAD
-  dl_managed *m;
+  PyObject_HEAD dl_managed *m;
   char *data;
   Py_ssize_t len, itemsize, *shape, *strides; /* strides in bytes */
   int ndim, c_contiguous;
@@ -82,8 +81,11 @@ static int view_getbuffer(dl_view *self, Py_buffer *v, int flags) {
                                        "C-contiguous");
     return -1;
   }
-  *v = (Py_buffer){.buf = self->data, .obj = Py_NewRef(self), .len = self->len,
-                   .itemsize = self->itemsize, .ndim = self->ndim};
+  *v = (Py_buffer){.buf = self->data,
+                   .obj = Py_NewRef(self),
+                   .len = self->len,
+                   .itemsize = self->itemsize,
+                   .ndim = self->ndim};
   v->format = flags & PyBUF_FORMAT ? (char *)self->format : NULL;
   v->shape = flags & PyBUF_ND ? self->shape : NULL;
   v->strides = flags & PyBUF_STRIDES ? self->strides : NULL;
@@ -116,8 +118,8 @@ static PyTypeObject dl_view_type = {
 
 static int find_type(const dl_tensor *t, dl_view *v, const char *what) {
   for (size_t i = 0; i < sizeof dl_types / sizeof dl_types[0]; i++)
-    if (dl_types[i].code == t->dtype.code && dl_types[i].bits == t->dtype.bits &&
-        t->dtype.lanes == 1) {
+    if (dl_types[i].code == t->dtype.code &&
+        dl_types[i].bits == t->dtype.bits && t->dtype.lanes == 1) {
       v->format = dl_types[i].format;
       v->dtype = dl_types[i].dtype;
       v->itemsize = dl_types[i].bits / 8;
@@ -125,8 +127,8 @@ static int find_type(const dl_tensor *t, dl_view *v, const char *what) {
     }
   PyErr_Format(PyExc_TypeError,
                "distcomm: %s has a DLPack dtype (code %u, %u bits, %u lanes) "
-               "that distcomm does not support", what, t->dtype.code,
-               t->dtype.bits, t->dtype.lanes);
+               "that distcomm does not support",
+               what, t->dtype.code, t->dtype.bits, t->dtype.lanes);
   return -1;
 }
 
@@ -143,7 +145,8 @@ static int fill_layout(const dl_tensor *t, dl_view *v) {
   int contiguous = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {
     v->shape[d] = (Py_ssize_t)t->shape[d];
-    v->strides[d] = t->strides ? (Py_ssize_t)t->strides[d] * v->itemsize : expect;
+    v->strides[d] =
+        t->strides ? (Py_ssize_t)t->strides[d] * v->itemsize : expect;
     if (v->shape[d] != 1 && v->strides[d] != expect)
       contiguous = 0;
     expect *= v->shape[d];
@@ -168,8 +171,8 @@ static PyObject *view_new(dl_managed *m, const char *what) {
   if (dev != DL_CPU && dev != DL_CUDA_HOST && dev != DL_CPU_SHARED) {
     PyErr_Format(PyExc_TypeError,
                  "distcomm: %s is on DLPack device type %d (%s); distcomm "
-                 "takes arrays in CPU memory only", what, dev,
-                 dev == 2 ? "CUDA" : "not the CPU");
+                 "takes arrays in CPU memory only",
+                 what, dev, dev == 2 ? "CUDA" : "not the CPU");
     Py_DECREF(v);
     return NULL;
   }

@@ -56,8 +56,7 @@ static void group_dealloc(pydc_group *self) {
   if (self == world_wrapper) /* before the GIL goes: init() may run then */
     world_wrapper = NULL;
   if (g) {
-    Py_BEGIN_ALLOW_THREADS
-    dc_group_free(g);
+    Py_BEGIN_ALLOW_THREADS dc_group_free(g);
     Py_END_ALLOW_THREADS
   }
   PyObject_Free(self);
@@ -87,10 +86,8 @@ static PyObject *group_split(pydc_group *self, PyObject *args, PyObject *kw) {
     return NULL;
   dc_group *sub = NULL;
   dc_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = dc_group_split(self->g, color, key, &sub);
-  Py_END_ALLOW_THREADS
-  pydc_leave(self);
+  Py_BEGIN_ALLOW_THREADS st = dc_group_split(self->g, color, key, &sub);
+  Py_END_ALLOW_THREADS pydc_leave(self);
   if (st != DC_OK)
     return pydc_raise(st, dc_group_last_error(self->g));
   if (!sub) /* color < 0: this rank takes no part, like MPI_UNDEFINED */
@@ -140,8 +137,8 @@ static PyMethodDef group_methods[] = {
 };
 
 static PyGetSetDef group_getset[] = {
-    {"backend", (getter)group_backend, NULL, "Backend name: 'ring', 'singleton'...",
-     NULL},
+    {"backend", (getter)group_backend, NULL,
+     "Backend name: 'ring', 'singleton'...", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -13,11 +13,8 @@ static PyObject *py_init(PyObject *m, PyObject *args, PyObject *kw) {
   dc_group *g = NULL;
   dc_status st;
   /* Connecting may wait for the other ranks to start. */
-  Py_BEGIN_ALLOW_THREADS
-  st = dc_init(backend, strict, &g);
-  Py_END_ALLOW_THREADS
-  if (st != DC_OK)
-    return pydc_raise(st, dc_last_error());
+  Py_BEGIN_ALLOW_THREADS st = dc_init(backend, strict, &g);
+  Py_END_ALLOW_THREADS if (st != DC_OK) return pydc_raise(st, dc_last_error());
   return pydc_world_wrap(g);
 }
 
@@ -31,7 +28,8 @@ static PyMethodDef module_methods[] = {
 static PyObject *dtype_table(void) {
   PyObject *d = PyDict_New();
   for (int i = 0; d && i < DC_DTYPE_COUNT; i++) {
-    PyObject *v = Py_BuildValue("(in)", i, (Py_ssize_t)dc_dtype_size((dc_dtype)i));
+    PyObject *v =
+        Py_BuildValue("(in)", i, (Py_ssize_t)dc_dtype_size((dc_dtype)i));
     if (!v || PyDict_SetItemString(d, dc_dtype_name((dc_dtype)i), v) < 0)
       Py_CLEAR(d);
     Py_XDECREF(v);
@@ -69,7 +67,8 @@ static int add_tables(PyObject *module) {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "distcomm._distcomm",
-    .m_doc = "Low-level buffer collectives of distcomm; use the distcomm package.",
+    .m_doc =
+        "Low-level buffer collectives of distcomm; use the distcomm package.",
     .m_size = -1,
     .m_methods = module_methods,
 };

@@ -79,13 +79,12 @@ static int run_nn(pydc_group *grp, tensor_list *tl, nn_call *c) {
   if (pydc_enter(grp) < 0)
     return -1;
   dc_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = c->clip ? dc_clip_grad_norm_sharded(grp->g, tl->t, (size_t)tl->n,
-                                           c->max_norm, &c->norm)
-               : dc_average_gradients(grp->g, tl->t, (size_t)tl->n,
-                                      c->all_reduce_size);
-  Py_END_ALLOW_THREADS
-  pydc_leave(grp);
+  Py_BEGIN_ALLOW_THREADS st =
+      c->clip ? dc_clip_grad_norm_sharded(grp->g, tl->t, (size_t)tl->n,
+                                          c->max_norm, &c->norm)
+              : dc_average_gradients(grp->g, tl->t, (size_t)tl->n,
+                                     c->all_reduce_size);
+  Py_END_ALLOW_THREADS pydc_leave(grp);
   if (st != DC_OK) {
     pydc_raise(st, dc_group_last_error(grp->g));
     return -1;
@@ -136,8 +135,7 @@ static PyObject *py_clip_grad_norm_sharded(PyObject *m, PyObject *args) {
  * the buffer views (the arrays stay alive and unresized) and the group
  * until wait(); ready() only queues all_sums, so it keeps the GIL. */
 typedef struct {
-  PyObject_HEAD
-  dc_grad_average *av;
+  PyObject_HEAD dc_grad_average *av;
   PyObject *group;
   tensor_list tl;
   int done;
@@ -149,10 +147,8 @@ static dc_status average_finish(pydc_average *self) {
   dc_grad_average *av = self->av;
   dc_status st;
   self->av = NULL;
-  Py_BEGIN_ALLOW_THREADS
-  st = dc_average_gradients_wait(av);
-  Py_END_ALLOW_THREADS
-  self->done = 1;
+  Py_BEGIN_ALLOW_THREADS st = dc_average_gradients_wait(av);
+  Py_END_ALLOW_THREADS self->done = 1;
   tensors_release(&self->tl);
   self->tl = (tensor_list){0};
   return st;
@@ -255,9 +251,8 @@ static PyObject *py_average_start(PyObject *m, PyObject *args) {
     Py_DECREF(self);
     return NULL;
   }
-  dc_status st = dc_average_gradients_start(grp->g, self->tl.t,
-                                            (size_t)self->tl.n, size,
-                                            &self->av);
+  dc_status st = dc_average_gradients_start(
+      grp->g, self->tl.t, (size_t)self->tl.n, size, &self->av);
   pydc_leave(grp);
   if (st != DC_OK) {
     pydc_raise(st, dc_group_last_error(grp->g));

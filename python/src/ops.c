@@ -39,10 +39,8 @@ static PyObject *dispatch(pydc_group *grp, call *c) {
     return NULL;
   c->g = grp->g;
   dc_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = run_call(c);
-  Py_END_ALLOW_THREADS
-  pydc_leave(grp);
+  Py_BEGIN_ALLOW_THREADS st = run_call(c);
+  Py_END_ALLOW_THREADS pydc_leave(grp);
   if (st != DC_OK)
     return pydc_raise(st, dc_group_last_error(grp->g));
   Py_RETURN_NONE;
@@ -59,9 +57,10 @@ int pydc_get_buffer(PyObject *obj, Py_buffer *view, int writable,
     return r;
   }
   if (!PyObject_CheckBuffer(obj)) {
-    PyErr_Format(PyExc_TypeError,
-                 "distcomm: %s must support the buffer protocol or DLPack, not %.100s",
-                 what, Py_TYPE(obj)->tp_name);
+    PyErr_Format(
+        PyExc_TypeError,
+        "distcomm: %s must support the buffer protocol or DLPack, not %.100s",
+        what, Py_TYPE(obj)->tp_name);
     return -1;
   }
   int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
@@ -75,7 +74,8 @@ int pydc_get_buffer(PyObject *obj, Py_buffer *view, int writable,
 
 int pydc_check_dtype(int code, size_t *esize) {
   if (code < 0 || code >= DC_DTYPE_COUNT) {
-    PyErr_Format(PyExc_ValueError, "distcomm: dtype code %d is not valid", code);
+    PyErr_Format(PyExc_ValueError, "distcomm: dtype code %d is not valid",
+                 code);
     return -1;
   }
   *esize = dc_dtype_size((dc_dtype)code);
@@ -87,7 +87,8 @@ int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
   if ((size_t)v->len % esize) {
     PyErr_Format(PyExc_ValueError,
                  "distcomm: %s holds %zd bytes, not a whole number of "
-                 "%zu-byte elements", what, v->len, esize);
+                 "%zu-byte elements",
+                 what, v->len, esize);
     return -1;
   }
   *count = (size_t)v->len / esize;
@@ -111,8 +112,8 @@ static PyObject *two_buffer_op(PyObject *args, enum call_kind kind,
   pydc_group *grp;
   PyObject *send_obj, *recv_obj;
   int code, op = DC_SUM;
-  if (!PyArg_ParseTuple(args, fmt, &pydc_group_type, &grp, &send_obj,
-                        &recv_obj, &code, &op))
+  if (!PyArg_ParseTuple(args, fmt, &pydc_group_type, &grp, &send_obj, &recv_obj,
+                        &code, &op))
     return NULL;
   size_t esize, count;
   if (pydc_check_dtype(code, &esize) < 0 || pydc_enter(grp) < 0)
@@ -127,13 +128,20 @@ static PyObject *two_buffer_op(PyObject *args, enum call_kind kind,
     return NULL;
   }
   PyObject *res = NULL;
-  size_t smul = kind == ALL_GATHER ? n : 1, rmul = kind == REDUCE_SCATTER ? n : 1;
-  const char *name = kind == ALL_GATHER ? "all_gather"
-                     : kind == REDUCE_SCATTER ? "sum_scatter" : "all_reduce";
+  size_t smul = kind == ALL_GATHER ? n : 1,
+         rmul = kind == REDUCE_SCATTER ? n : 1;
+  const char *name = kind == ALL_GATHER       ? "all_gather"
+                     : kind == REDUCE_SCATTER ? "sum_scatter"
+                                              : "all_reduce";
   if (check_ratio(&in, &out, smul, rmul, name) == 0 &&
-      pydc_count_of(kind == REDUCE_SCATTER ? &out : &in, esize, &count, "the input") == 0) {
-    call c = {.kind = kind, .send = in.buf, .recv = out.buf, .count = count,
-              .dtype = (dc_dtype)code, .op = (dc_op)op};
+      pydc_count_of(kind == REDUCE_SCATTER ? &out : &in, esize, &count,
+                    "the input") == 0) {
+    call c = {.kind = kind,
+              .send = in.buf,
+              .recv = out.buf,
+              .count = count,
+              .dtype = (dc_dtype)code,
+              .op = (dc_op)op};
     res = dispatch(grp, &c);
   }
   PyBuffer_Release(&out);
@@ -168,12 +176,17 @@ static PyObject *point_to_point(PyObject *args, enum call_kind kind,
   if (pydc_check_dtype(code, &esize) < 0)
     return NULL;
   Py_buffer v;
-  if (pydc_get_buffer(obj, &v, kind == RECV, kind == RECV ? "the output" : "the input") < 0)
+  if (pydc_get_buffer(obj, &v, kind == RECV,
+                      kind == RECV ? "the output" : "the input") < 0)
     return NULL;
   PyObject *res = NULL;
   if (pydc_count_of(&v, esize, &count, "the buffer") == 0) {
-    call c = {.kind = kind, .send = v.buf, .recv = v.buf, .count = count,
-              .dtype = (dc_dtype)code, .peer = peer};
+    call c = {.kind = kind,
+              .send = v.buf,
+              .recv = v.buf,
+              .count = count,
+              .dtype = (dc_dtype)code,
+              .peer = peer};
     res = dispatch(grp, &c);
   }
   PyBuffer_Release(&v);
@@ -194,9 +207,11 @@ PyMethodDef pydc_op_methods[] = {
     {"all_reduce", py_all_reduce, METH_VARARGS,
      "all_reduce(group, send, recv, dtype, op): recv = op over ranks of send."},
     {"all_gather", py_all_gather, METH_VARARGS,
-     "all_gather(group, send, recv, dtype): recv holds size x send, rank-major."},
+     "all_gather(group, send, recv, dtype): recv holds size x send, "
+     "rank-major."},
     {"reduce_scatter", py_reduce_scatter, METH_VARARGS,
-     "reduce_scatter(group, send, recv, dtype, op=SUM): send holds size x recv."},
+     "reduce_scatter(group, send, recv, dtype, op=SUM): send holds size x "
+     "recv."},
     {"send", py_send, METH_VARARGS, "send(group, buf, dtype, dst)"},
     {"recv", py_recv, METH_VARARGS, "recv(group, buf, dtype, src)"},
     {NULL, NULL, 0, NULL},

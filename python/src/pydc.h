@@ -15,8 +15,7 @@
 /* distcomm.Group: one reference to a dc_group, and its only wrapper (the
  * one-thread guard lives here). */
 typedef struct {
-  PyObject_HEAD
-  dc_group *g;
+  PyObject_HEAD dc_group *g;
   int busy; /* a call is in flight with the GIL released (see pydc_enter) */
 } pydc_group;
 

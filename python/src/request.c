@@ -8,15 +8,14 @@
 #include "pydc.h"
 
 typedef struct {
-  PyObject_HEAD
-  dc_request *r;
+  PyObject_HEAD dc_request *r;
   PyObject *group;  /* the Group wrapper */
   PyObject *result; /* what wait() returns */
   Py_buffer in, out;
   int has_in, has_out;
   int done;
-  int detached;  /* wait_detached() is waiting on it (GIL released) */
-  size_t *v;     /* all_to_allv: send counts, offsets, recv counts, offsets */
+  int detached; /* wait_detached() is waiting on it (GIL released) */
+  size_t *v;    /* all_to_allv: send counts, offsets, recv counts, offsets */
   dc_status status;
   char err[512];
 } pydc_request;
@@ -44,10 +43,9 @@ static void finish(pydc_request *self, dc_status st) {
 static void request_dealloc(pydc_request *self) {
   if (self->r) { /* still in flight: the buffers are ours until it ends */
     dc_request *r = self->r;
-    Py_BEGIN_ALLOW_THREADS
-    dc_wait(r);
-    Py_END_ALLOW_THREADS
-    dc_request_free(r); /* done: under the GIL, like every issue */
+    Py_BEGIN_ALLOW_THREADS dc_wait(r);
+    Py_END_ALLOW_THREADS dc_request_free(
+        r); /* done: under the GIL, like every issue */
   }
   release(self);
   PyMem_RawFree(self->v);
@@ -84,11 +82,8 @@ static PyObject *request_wait(pydc_request *self, PyObject *unused) {
     return NULL;
   dc_request *r = self->r;
   dc_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = dc_wait(r);
-  Py_END_ALLOW_THREADS
-  if (claimed)
-    pydc_leave(grp);
+  Py_BEGIN_ALLOW_THREADS st = dc_wait(r);
+  Py_END_ALLOW_THREADS if (claimed) pydc_leave(grp);
   finish(self, st);
   if (st == DC_OK && PyErr_Occurred()) /* Ctrl-C as it completed */
     return NULL;
@@ -109,10 +104,8 @@ static PyObject *request_wait_detached(pydc_request *self, PyObject *unused) {
   self->detached = 1;
   dc_request *r = self->r;
   dc_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = dc_wait(r);
-  Py_END_ALLOW_THREADS
-  self->detached = 0;
+  Py_BEGIN_ALLOW_THREADS st = dc_wait(r);
+  Py_END_ALLOW_THREADS self->detached = 0;
   finish(self, st);
   return outcome(self);
 }
@@ -183,7 +176,8 @@ static int sizes_ok(const char *kind, pydc_request *q, size_t n, size_t es,
   if (!ok || (in % es) || (out % es)) {
     PyErr_Format(PyExc_ValueError,
                  "distcomm: %s: buffers of %zu and %zu bytes do not fit "
-                 "(group of %zu, %zu-byte elements)", kind, in, out, n, es);
+                 "(group of %zu, %zu-byte elements)",
+                 kind, in, out, n, es);
     return -1;
   }
   return 0;
@@ -222,9 +216,8 @@ static PyObject *py_start(PyObject *m, PyObject *args) {
   const char *kind;
   PyObject *send_obj, *recv_obj, *result;
   int code, op, peer;
-  if (!PyArg_ParseTuple(args, "O!sOOiiiO:start", &pydc_group_type, &grp,
-                        &kind, &send_obj, &recv_obj, &code, &op, &peer,
-                        &result))
+  if (!PyArg_ParseTuple(args, "O!sOOiiiO:start", &pydc_group_type, &grp, &kind,
+                        &send_obj, &recv_obj, &code, &op, &peer, &result))
     return NULL;
   size_t es, count = 0;
   if (pydc_check_dtype(code, &es) < 0 || pydc_enter(grp) < 0)
@@ -254,8 +247,7 @@ static PyObject *py_start(PyObject *m, PyObject *args) {
     goto fail;
   if (pydc_enter(grp) < 0)
     goto fail;
-  dc_status st = issue(kind, q, grp->g, count, (dc_dtype)code, (dc_op)op,
-                       peer);
+  dc_status st = issue(kind, q, grp->g, count, (dc_dtype)code, (dc_op)op, peer);
   pydc_leave(grp);
   if (st != DC_OK) {
     pydc_raise(st, dc_group_last_error(grp->g));
@@ -296,8 +288,8 @@ static int blocks_fit(const size_t *c, const size_t *o, size_t n, size_t len,
     if (o[i] > len || c[i] > len - o[i]) {
       PyErr_Format(PyExc_ValueError,
                    "distcomm: all_to_allv: %s block %zu (%zu elements at %zu) "
-                   "goes past the buffer of %zu elements", what, i, c[i], o[i],
-                   len);
+                   "goes past the buffer of %zu elements",
+                   what, i, c[i], o[i], len);
       return -1;
     }
   return 0;
@@ -351,9 +343,9 @@ static PyObject *py_start_v(PyObject *m, PyObject *args) {
     goto fail;
   if (pydc_enter(grp) < 0)
     goto fail;
-  dc_status st = dc_iall_to_allv(grp->g, q->in.buf, q->v, q->v + n,
-                                 q->out.buf, q->v + 2 * n, q->v + 3 * n,
-                                 (dc_dtype)code, &q->r);
+  dc_status st =
+      dc_iall_to_allv(grp->g, q->in.buf, q->v, q->v + n, q->out.buf,
+                      q->v + 2 * n, q->v + 3 * n, (dc_dtype)code, &q->r);
   pydc_leave(grp);
   if (st != DC_OK) {
     pydc_raise(st, dc_group_last_error(grp->g));

@@ -17,11 +17,10 @@ static PyObject *run_sync(pydc_group *grp, sync_call *c) {
     return NULL;
   c->g = grp->g;
   dc_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = c->barrier ? dc_barrier(c->g)
-                  : dc_broadcast(c->g, c->buf, c->count, c->dtype, c->root);
-  Py_END_ALLOW_THREADS
-  pydc_leave(grp);
+  Py_BEGIN_ALLOW_THREADS st =
+      c->barrier ? dc_barrier(c->g)
+                 : dc_broadcast(c->g, c->buf, c->count, c->dtype, c->root);
+  Py_END_ALLOW_THREADS pydc_leave(grp);
   if (st != DC_OK)
     return pydc_raise(st, dc_group_last_error(grp->g));
   Py_RETURN_NONE;
@@ -43,8 +42,8 @@ static PyObject *py_broadcast(PyObject *m, PyObject *args) {
     return NULL;
   PyObject *res = NULL;
   if (pydc_count_of(&v, esize, &count, "the buffer") == 0) {
-    sync_call c = {.buf = v.buf, .count = count, .dtype = (dc_dtype)code,
-                   .root = root};
+    sync_call c = {
+        .buf = v.buf, .count = count, .dtype = (dc_dtype)code, .root = root};
     res = run_sync(grp, &c);
   }
   PyBuffer_Release(&v);
@@ -62,7 +61,8 @@ static PyObject *py_barrier(PyObject *m, PyObject *args) {
 
 PyMethodDef pydc_sync_methods[] = {
     {"broadcast", py_broadcast, METH_VARARGS,
-     "broadcast(group, buf, dtype, root): buf on root is copied to every rank."},
+     "broadcast(group, buf, dtype, root): buf on root is copied to every "
+     "rank."},
     {"barrier", py_barrier, METH_VARARGS,
      "barrier(group): returns once every rank has entered it."},
     {NULL, NULL, 0, NULL},

@@ -16,12 +16,12 @@
 #include "distcomm.h"
 
 typedef struct dc_xfer {
-  int peer;     /* group rank */
-  int lane;     /* which of the parallel connections to that peer */
+  int peer; /* group rank */
+  int lane; /* which of the parallel connections to that peer */
   int is_send;
-  int reduce;   /* receive only: buf = buf op incoming */
+  int reduce; /* receive only: buf = buf op incoming */
   void *buf;
-  size_t len;   /* bytes */
+  size_t len; /* bytes */
   /* reduce only: when set, buf = src op incoming (src is this rank's own
    * contribution at the same offsets), so out of place needs no copy */
   const void *src;
@@ -29,8 +29,8 @@ typedef struct dc_xfer {
 
 static inline dc_xfer dc_xsend(int peer, int lane, const void *buf,
                                size_t len) {
-  return (dc_xfer){.peer = peer, .lane = lane, .is_send = 1,
-                   .buf = (void *)buf, .len = len};
+  return (dc_xfer){
+      .peer = peer, .lane = lane, .is_send = 1, .buf = (void *)buf, .len = len};
 }
 static inline dc_xfer dc_xrecv(int peer, int lane, void *buf, size_t len) {
   return (dc_xfer){.peer = peer, .lane = lane, .buf = buf, .len = len};
@@ -45,7 +45,7 @@ struct dc_comm {
   dc_op op;
   uint64_t count;
   uint32_t aux;
-  uint32_t seq;        /* collective number or per-pair counter */
+  uint32_t seq;       /* collective number or per-pair counter */
   size_t total_bytes; /* the op's size, for "after X of Y" messages */
   /* Only the ring neighbours (rank +-1) are connected, as on a ring of
    * direct cables: every algorithm must stay on the ring. */
@@ -60,8 +60,7 @@ struct dc_comm {
    * The peer must keep them there until it hears from us again. pull_ok
    * says whether this rank can read every peer (set-up probed it); ranks
    * agree on using pull before they do (algo/pull.c). */
-  dc_status (*pull)(dc_comm *c, int peer, void *dst, uint64_t src,
-                    size_t len);
+  dc_status (*pull)(dc_comm *c, int peer, void *dst, uint64_t src, size_t len);
   int pull_ok;
   /* The group's choice between single copy and the pipes (algo/tune.h),
    * kept by the backend across calls; NULL: always single copy. */
@@ -81,14 +80,13 @@ dc_status dc_algo_barrier(dc_comm *c);
 /* Direct exchanges (algo/exchange.c), lengths and offsets in bytes. On a
  * neighbours-only ring of more than 3 ranks: DC_ERR_NOT_SUPPORTED on every
  * rank before any transfer. */
-dc_status dc_algo_all_to_allv(dc_comm *c, const void *send,
-                              const size_t *soff, const size_t *slen,
-                              void *recv, const size_t *roff,
-                              const size_t *rlen);
-dc_status dc_algo_gather(dc_comm *c, const void *send, void *recv,
-                         size_t len, int root);
-dc_status dc_algo_scatter(dc_comm *c, const void *send, void *recv,
-                          size_t len, int root);
+dc_status dc_algo_all_to_allv(dc_comm *c, const void *send, const size_t *soff,
+                              const size_t *slen, void *recv,
+                              const size_t *roff, const size_t *rlen);
+dc_status dc_algo_gather(dc_comm *c, const void *send, void *recv, size_t len,
+                         int root);
+dc_status dc_algo_scatter(dc_comm *c, const void *send, void *recv, size_t len,
+                          int root);
 
 /* Ring (bandwidth-optimal, pipelined, both directions) and direct
  * (latency-optimal: everyone exchanges with everyone in one batch). */

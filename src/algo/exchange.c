@@ -37,10 +37,9 @@ static dc_xfer *batch(dc_xfer *local, size_t room, size_t n) {
   return n <= room ? local : malloc(sizeof(dc_xfer) * n);
 }
 
-dc_status dc_algo_all_to_allv(dc_comm *c, const void *send,
-                              const size_t *soff, const size_t *slen,
-                              void *recv, const size_t *roff,
-                              const size_t *rlen) {
+dc_status dc_algo_all_to_allv(dc_comm *c, const void *send, const size_t *soff,
+                              const size_t *slen, void *recv,
+                              const size_t *roff, const size_t *rlen) {
   if (c->neighbours_only && c->size > 3)
     return neighbours_refused(c);
   int me = c->rank, k = 0;
@@ -59,8 +58,8 @@ dc_status dc_algo_all_to_allv(dc_comm *c, const void *send,
   return run_batch(c, x, k, local);
 }
 
-dc_status dc_algo_gather(dc_comm *c, const void *send, void *recv,
-                         size_t len, int root) {
+dc_status dc_algo_gather(dc_comm *c, const void *send, void *recv, size_t len,
+                         int root) {
   if (c->neighbours_only && c->size > 3)
     return neighbours_refused(c);
   dc_status st = agree(c);
@@ -83,8 +82,8 @@ dc_status dc_algo_gather(dc_comm *c, const void *send, void *recv,
   return run_batch(c, x, k, local);
 }
 
-dc_status dc_algo_scatter(dc_comm *c, const void *send, void *recv,
-                          size_t len, int root) {
+dc_status dc_algo_scatter(dc_comm *c, const void *send, void *recv, size_t len,
+                          int root) {
   if (c->neighbours_only && c->size > 3)
     return neighbours_refused(c);
   dc_status st = agree(c);

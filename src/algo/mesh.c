@@ -12,7 +12,8 @@
 #include "kernels/reduce.h"
 
 typedef struct blocks {
-  size_t esize, base, extra; /* elements: the first `extra` blocks get one more */
+  size_t esize, base,
+      extra; /* elements: the first `extra` blocks get one more */
 } blocks;
 
 static size_t off_of(const blocks *b, int q) {
@@ -29,7 +30,8 @@ static int striped(dc_xfer *x, int send, int peer, int lanes, size_t esize,
   size_t piece = len / esize / (size_t)lanes * esize, at = 0;
   for (int l = 0; l < lanes; l++) {
     size_t n = l + 1 < lanes ? piece : len - at;
-    x[l] = send ? dc_xsend(peer, l, buf + at, n) : dc_xrecv(peer, l, buf + at, n);
+    x[l] =
+        send ? dc_xsend(peer, l, buf + at, n) : dc_xrecv(peer, l, buf + at, n);
     at += n;
   }
   return lanes;
@@ -47,7 +49,8 @@ static dc_status scatter_reduce(dc_comm *c, const blocks *b, const char *send,
   int k = 0;
   for (int i = 1; i < c->size; i++) {
     int to = (c->rank + i) % c->size, from = (c->rank - i + c->size) % c->size;
-    k += striped(x + k, 1, to, c->lanes, b->esize, (char *)send + off_of(b, to), len_of(b, to));
+    k += striped(x + k, 1, to, c->lanes, b->esize, (char *)send + off_of(b, to),
+                 len_of(b, to));
     int first = k;
     k += striped(x + k, 0, from, c->lanes, b->esize,
                  i == 1 ? out : scratch + (size_t)(i - 2) * mine, mine);
@@ -68,8 +71,10 @@ static dc_status gather_all(dc_comm *c, const blocks *b, char *recv,
   int k = 0;
   for (int i = 1; i < c->size; i++) {
     int to = (c->rank + i) % c->size, from = (c->rank - i + c->size) % c->size;
-    k += striped(x + k, 1, to, c->lanes, b->esize, recv + off_of(b, c->rank), len_of(b, c->rank));
-    k += striped(x + k, 0, from, c->lanes, b->esize, recv + off_of(b, from), len_of(b, from));
+    k += striped(x + k, 1, to, c->lanes, b->esize, recv + off_of(b, c->rank),
+                 len_of(b, c->rank));
+    k += striped(x + k, 0, from, c->lanes, b->esize, recv + off_of(b, from),
+                 len_of(b, from));
   }
   return c->run(c, x, k);
 }

@@ -62,8 +62,8 @@ static dc_status reduce_from(dc_comm *c, char *dst, const char *own,
     for (int q = 0; q < c->size; q++) {
       const char *in = q == c->rank ? own + at : scratch;
       if (q != c->rank) {
-        dc_status st = c->pull(c, q, q == 0 ? sum : scratch,
-                               base[q] + off + at, len);
+        dc_status st =
+            c->pull(c, q, q == 0 ? sum : scratch, base[q] + off + at, len);
         if (st != DC_OK)
           return st;
       } else if (q == 0 && sum != own + at) {
@@ -89,15 +89,15 @@ static int overlap(const void *a, size_t na, const void *b, size_t nb) {
  * slices only after the "done" round: every peer has read them by then. */
 dc_status dc_pull_all_reduce(dc_comm *c, const void *send, void *recv) {
   size_t es = dc_dtype_size(c->dtype);
-  int ok = c->pull_ok &&
-           (send == recv || !overlap(send, c->total_bytes, recv, c->total_bytes));
+  int ok = c->pull_ok && (send == recv ||
+                          !overlap(send, c->total_bytes, recv, c->total_bytes));
   where *w = calloc((size_t)c->size, sizeof *w);
   uint64_t *base = calloc((size_t)c->size, sizeof *base);
   char *scratch = malloc(2 * PIECE_BYTES); /* pulled, and a sum apart */
-  dc_status st = w && base && scratch ? swap_where(c, send, recv, ok, w)
-                                      : DC_ERR_NOMEM;
-  dc_range mine = dc_piece((dc_range){0, c->count}, (size_t)c->size,
-                           (size_t)c->rank);
+  dc_status st =
+      w && base && scratch ? swap_where(c, send, recv, ok, w) : DC_ERR_NOMEM;
+  dc_range mine =
+      dc_piece((dc_range){0, c->count}, (size_t)c->size, (size_t)c->rank);
   for (int q = 0; st == DC_OK && q < c->size; q++)
     base[q] = w[q].send;
   if (st == DC_OK)
@@ -128,8 +128,8 @@ dc_status dc_pull_reduce_scatter(dc_comm *c, const void *send, void *recv) {
   where *w = calloc((size_t)c->size, sizeof *w);
   uint64_t *base = calloc((size_t)c->size, sizeof *base);
   char *scratch = malloc(2 * PIECE_BYTES); /* pulled, and a sum apart */
-  dc_status st = w && base && scratch ? swap_where(c, send, recv, ok, w)
-                                      : DC_ERR_NOMEM;
+  dc_status st =
+      w && base && scratch ? swap_where(c, send, recv, ok, w) : DC_ERR_NOMEM;
   size_t off = (size_t)c->rank * block;
   for (int q = 0; st == DC_OK && q < c->size; q++)
     base[q] = w[q].send;
@@ -148,8 +148,8 @@ dc_status dc_pull_reduce_scatter(dc_comm *c, const void *send, void *recv) {
 dc_status dc_pull_all_gather(dc_comm *c, const void *send, void *recv) {
   size_t block = c->total_bytes;
   char *mine = (char *)recv + (size_t)c->rank * block;
-  int ok = c->pull_ok &&
-           (send == mine || !overlap(send, block, recv, block * (size_t)c->size));
+  int ok = c->pull_ok && (send == mine ||
+                          !overlap(send, block, recv, block * (size_t)c->size));
   where *w = calloc((size_t)c->size, sizeof *w);
   dc_status st = w ? swap_where(c, send, recv, ok, w) : DC_ERR_NOMEM;
   if (st == DC_OK && send != mine)

@@ -15,7 +15,7 @@
 
 typedef struct ring {
   dc_comm *c;
-  size_t es;          /* element size */
+  size_t es; /* element size */
   int parts, dirs, chunks;
   dc_range part[MAX_PARTS];
 } ring;
@@ -66,8 +66,8 @@ static dc_xfer xfer(const ring *R, int peer, int p, int is_send, int reduce,
 /* One micro-step of a phase over every part: send segment (r + d*s + so)
  * from out, receive segment (r + d*s + ro) into buf, d the part's direction
  * sign. With own set, the receive reduces: buf = own op incoming. */
-static dc_status ring_step(ring *R, const void *out, void *buf,
-                           const void *own, int s, int j, int so, int ro) {
+static dc_status ring_step(ring *R, const void *out, void *buf, const void *own,
+                           int s, int j, int so, int ro) {
   dc_xfer x[2 * MAX_PARTS];
   int n = R->c->size, r = R->c->rank;
   for (int p = 0; p < R->parts; p++) {
@@ -113,7 +113,8 @@ dc_status dc_ring_all_gather(dc_comm *c, void *recv) {
       dc_xfer x[2 * MAX_PARTS];
       for (int p = 0; p < R.parts; p++) {
         int d = sign_of(&R, p);
-        int sq = dc_mod(c->rank + d * s, n), rq = dc_mod(c->rank + d * (s + 1), n);
+        int sq = dc_mod(c->rank + d * s, n),
+            rq = dc_mod(c->rank + d * (s + 1), n);
         dc_range a = dc_piece(R.part[p], (size_t)R.chunks, (size_t)j);
         dc_range sr = {a.off + (size_t)sq * c->count, a.len};
         dc_range rr = {a.off + (size_t)rq * c->count, a.len};
@@ -164,9 +165,10 @@ static dc_status rs_step(rs_state *S, int s, int j) {
     dc_range a = dc_piece(R->part[p], (size_t)R->chunks, (size_t)j);
     size_t bytes = a.len * R->es;
     const char *own = S->send + (a.off + (size_t)rq * c->count) * R->es;
-    const void *out = s == 0
-        ? S->send + (a.off + (size_t)dc_mod(c->rank + d, n) * c->count) * R->es
-        : S->stage[p][(s - 1) & 1];
+    const void *out =
+        s == 0 ? S->send +
+                     (a.off + (size_t)dc_mod(c->rank + d, n) * c->count) * R->es
+               : S->stage[p][(s - 1) & 1];
     char *in = rs_landing(S, s, p, a);
     x[2 * p] = dc_xsend(next_of(R, p), p % c->lanes, out, bytes);
     /* in = own contribution op the peer's partial */

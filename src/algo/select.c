@@ -46,8 +46,8 @@ dc_status dc_algo_all_reduce(dc_comm *c, const void *send, void *recv) {
     return dc_direct_all_reduce(c, send, recv);
   if (c->full_mesh && !pull(c))
     return dc_mesh_all_reduce(c, send, recv);
-  return pull_or(c, DC_TUNE_ALL_REDUCE, dc_pull_all_reduce,
-                 dc_ring_all_reduce, send, recv);
+  return pull_or(c, DC_TUNE_ALL_REDUCE, dc_pull_all_reduce, dc_ring_all_reduce,
+                 send, recv);
 }
 
 static dc_status ring_all_gather(dc_comm *c, const void *send, void *recv) {

@@ -29,14 +29,14 @@ typedef enum dc_tune_kind {
 } dc_tune_kind;
 
 typedef enum dc_tune_mode {
-  DC_TUNE_AUTO,   /* measure (the default) */
-  DC_TUNE_PULL,   /* always single copy where it can (DISTCOMM_CMA=1) */
-  DC_TUNE_PIPES   /* never */
+  DC_TUNE_AUTO, /* measure (the default) */
+  DC_TUNE_PULL, /* always single copy where it can (DISTCOMM_CMA=1) */
+  DC_TUNE_PIPES /* never */
 } dc_tune_mode;
 
-#define DC_TUNE_SAMPLES 4    /* the best of the last few: noise only adds */
-#define DC_TUNE_EXPLORE 4    /* first calls of a class alternate the two */
-#define DC_TUNE_RETRY 64     /* then the other one is tried once per this */
+#define DC_TUNE_SAMPLES 4 /* the best of the last few: noise only adds */
+#define DC_TUNE_EXPLORE 4 /* first calls of a class alternate the two */
+#define DC_TUNE_RETRY 64  /* then the other one is tried once per this */
 
 typedef struct dc_tune_class {
   unsigned calls;

@@ -31,7 +31,7 @@ typedef struct dc_rq_args {
   size_t count;
   dc_dtype dtype;
   dc_op op;
-  int peer; /* dst, src or root */
+  int peer;                                /* dst, src or root */
   const size_t *scnt, *soff, *rcnt, *roff; /* all_to_allv */
 } dc_rq_args;
 

@@ -1,8 +1,9 @@
 /* Requests and the progress thread. One thread per group, started by the
  * first non-blocking call, runs the queued requests one at a time in issue
  * order (that order is what keeps ranks in step) by calling the blocking
- * public functions; it sleeps (on a futex) when the queue is empty. The group belongs to whoever runs the head request: blocking
- * calls drain the queue first, so nothing else touches it meanwhile.
+ * public functions; it sleeps (on a futex) when the queue is empty. The group
+ * belongs to whoever runs the head request: blocking calls drain the queue
+ * first, so nothing else touches it meanwhile.
  *
  * Callers run requests too: dc_wait, and a blocking call draining the
  * queue, claim each head request nobody runs yet (busy) and run it on the
@@ -55,22 +56,22 @@
 #include "core/group.h"
 
 enum {
-  LAZY_AFTER = 4,         /* quick waits in a row that make a group lazy */
-  LAZY_POLL_US = 500,     /* the lazy thread's look period */
-  LAZY_IDLE_POLLS = 64,   /* empty looks before the thread sleeps for good */
-  SPARE_MAX = 16,         /* finished requests kept for reuse */
-  FAST = 2,               /* a->busy of dc_wait's fast path */
+  LAZY_AFTER = 4,       /* quick waits in a row that make a group lazy */
+  LAZY_POLL_US = 500,   /* the lazy thread's look period */
+  LAZY_IDLE_POLLS = 64, /* empty looks before the thread sleeps for good */
+  SPARE_MAX = 16,       /* finished requests kept for reuse */
+  FAST = 2,             /* a->busy of dc_wait's fast path */
 };
 #define FAST_LOOK_NS (1000 * 1000L)
 
 typedef struct dc_async {
-  atomic_uint mu;      /* lock over everything below (lock/unlock):
-                          0 free, 1 held, 2 held and maybe waited for */
-  atomic_uint wseq;    /* futex: the thread sleeps on it (ring, stop) */
-  atomic_uint dseq;    /* futex: waiters sleep on it (a request done) */
-  int kick_work;       /* unlock wakes the thread */
-  int kick_done;       /* unlock wakes the waiters */
-  int nwait;           /* waiters asleep on dseq */
+  atomic_uint mu;   /* lock over everything below (lock/unlock):
+                       0 free, 1 held, 2 held and maybe waited for */
+  atomic_uint wseq; /* futex: the thread sleeps on it (ring, stop) */
+  atomic_uint dseq; /* futex: waiters sleep on it (a request done) */
+  int kick_work;    /* unlock wakes the thread */
+  int kick_done;    /* unlock wakes the waiters */
+  int nwait;        /* waiters asleep on dseq */
   pthread_t thread;
   dc_group *g;
   dc_request *head, *tail; /* head runs next, or now when busy */
@@ -78,21 +79,21 @@ typedef struct dc_async {
    * is used by one thread at a time"), not under mu: */
   dc_request *spare; /* free list (SPARE_MAX at most), via spare_next */
   int nspare;
-  int refs;          /* the group's + one per request not freed */
+  int refs;             /* the group's + one per request not freed */
   dc_request *deferred; /* last run by dc_wait's fast path: maybe still
                            the (done) head, so never handed to free() */
   /* under mu: */
-  int busy;          /* a thread (worker or a waiter) is running head;
-                        FAST: dc_wait's fast path, which wakes no one when
-                        done, so sleepers look every FAST_LOOK_NS */
+  int busy; /* a thread (worker or a waiter) is running head;
+               FAST: dc_wait's fast path, which wakes no one when
+               done, so sleepers look every FAST_LOOK_NS */
   int stop;
-  int lazy;          /* the doorbell's mode (see the top of the file) */
-  int go;            /* the thread may start what is queued now */
-  int quick;         /* waits in a row that ran their own request */
-  int sleeping;      /* the thread sleeps on wseq */
-  uint64_t seq;      /* last request number given */
-  uint64_t seen;     /* head's number at the lazy thread's last look */
-  dc_status failed;  /* g->failed as last seen after a request */
+  int lazy;                /* the doorbell's mode (see the top of the file) */
+  int go;                  /* the thread may start what is queued now */
+  int quick;               /* waits in a row that ran their own request */
+  int sleeping;            /* the thread sleeps on wseq */
+  uint64_t seq;            /* last request number given */
+  uint64_t seen;           /* head's number at the lazy thread's last look */
+  dc_status failed;        /* g->failed as last seen after a request */
   dc_interrupt_fn user_fn; /* the group's interrupt, polled by waiters */
   void *user_arg;
   atomic_int cancel; /* a waiter's interrupt fired */
@@ -105,7 +106,7 @@ struct dc_request {
   dc_request *next;       /* the queue (under mu) */
   dc_request *spare_next; /* the spare list (the user thread's) */
   uint64_t seq;
-  atomic_int done;   /* set last, with release order */
+  atomic_int done; /* set last, with release order */
   dc_status status;
   char err[512];
 };
@@ -145,8 +146,8 @@ static void lock(dc_async *a) {
 /* Sleep while *w == v, at most ns (0: no limit). Returns 1 on timeout. */
 static int futex_sleep(atomic_uint *w, unsigned v, long ns) {
   struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-  long rc = syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, ns ? &ts : NULL,
-                    NULL, 0);
+  long rc =
+      syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, ns ? &ts : NULL, NULL, 0);
   return rc == -1 && errno == ETIMEDOUT;
 }
 
@@ -221,7 +222,7 @@ static dc_status run_one(dc_async *a, const dc_request *r) {
 
 /* Asynchronous signals stay with the caller's threads (Python's Ctrl-C). */
 static void block_signals(void) {
-  static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGALRM,
+  static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,  SIGALRM,
                              SIGCHLD, SIGUSR1, SIGUSR2, SIGWINCH, SIGPIPE};
   sigset_t set;
   sigemptyset(&set);

@@ -22,10 +22,9 @@
 static const dc_env_id rank_vars[] = {DC_ENV_RANK, DC_ENV_TORCH_RANK,
                                       DC_ENV_SLURM_PROCID, DC_ENV_OMPI_RANK,
                                       DC_ENV_PMI_RANK};
-static const dc_env_id size_vars[] = {DC_ENV_WORLD_SIZE_MLX,
-                                      DC_ENV_TORCH_WORLD_SIZE,
-                                      DC_ENV_SLURM_NTASKS, DC_ENV_OMPI_SIZE,
-                                      DC_ENV_PMI_SIZE};
+static const dc_env_id size_vars[] = {
+    DC_ENV_WORLD_SIZE_MLX, DC_ENV_TORCH_WORLD_SIZE, DC_ENV_SLURM_NTASKS,
+    DC_ENV_OMPI_SIZE, DC_ENV_PMI_SIZE};
 #define NVARS(a) (sizeof a / sizeof a[0])
 
 /* The coordinator's "host:port" text and the variable it came from; NULL
@@ -152,8 +151,10 @@ static dc_status routed(const dc_coord *c, dc_addr *a, char *err,
   if (fd < 0 ||
       connect(fd, (const struct sockaddr *)&c->addr.sa, c->addr.salen) != 0 ||
       getsockname(fd, (struct sockaddr *)&a->sa, &a->salen) != 0) {
-    snprintf(err, errlen, "no route to the coordinator %s (%s): set "
-             "DISTCOMM_IFNAME to the interface to use", c->addr.text, c->from);
+    snprintf(err, errlen,
+             "no route to the coordinator %s (%s): set "
+             "DISTCOMM_IFNAME to the interface to use",
+             c->addr.text, c->from);
     if (fd >= 0)
       close(fd);
     return DC_ERR_CONFIG;
@@ -163,8 +164,7 @@ static dc_status routed(const dc_coord *c, dc_addr *a, char *err,
 }
 
 /* The first usable address of interface name: IPv4, else global IPv6. */
-static int iface_addr(const struct ifaddrs *all, const char *name,
-                      dc_addr *a) {
+static int iface_addr(const struct ifaddrs *all, const char *name, dc_addr *a) {
   const struct ifaddrs *best = NULL;
   for (const struct ifaddrs *i = all; i; i = i->ifa_next) {
     if (!i->ifa_addr || strcmp(i->ifa_name, name) != 0)
@@ -173,15 +173,14 @@ static int iface_addr(const struct ifaddrs *all, const char *name,
     const struct sockaddr_in6 *s6 = (const void *)i->ifa_addr;
     if (fam == AF_INET && (!best || best->ifa_addr->sa_family != AF_INET))
       best = i;
-    else if (fam == AF_INET6 && !best &&
-             !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr))
+    else if (fam == AF_INET6 && !best && !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr))
       best = i;
   }
   if (!best)
     return 0;
   memset(a, 0, sizeof *a);
-  a->salen = best->ifa_addr->sa_family == AF_INET
-                 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+  a->salen = best->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                  : sizeof(struct sockaddr_in6);
   memcpy(&a->sa, best->ifa_addr, a->salen);
   return 1;
 }
@@ -200,12 +199,16 @@ static dc_status named(const char *list, dc_addr *out, int max, int *n,
   for (char *save = NULL, *s = strtok_r(names, ",", &save); s && st == DC_OK;
        s = strtok_r(NULL, ",", &save)) {
     if (*n == max) {
-      snprintf(err, errlen, "DISTCOMM_IFNAME='%s' names more than %d "
-               "interfaces", list, max);
+      snprintf(err, errlen,
+               "DISTCOMM_IFNAME='%s' names more than %d "
+               "interfaces",
+               list, max);
       st = DC_ERR_CONFIG;
     } else if (!iface_addr(all, s, &out[*n])) {
-      snprintf(err, errlen, "DISTCOMM_IFNAME='%s': interface %s does not "
-               "exist or has no usable address", list, s);
+      snprintf(err, errlen,
+               "DISTCOMM_IFNAME='%s': interface %s does not "
+               "exist or has no usable address",
+               list, s);
       st = DC_ERR_CONFIG;
     } else {
       (*n)++;
@@ -228,8 +231,8 @@ static void port0(dc_addr *a) {
   dc_sock_name(&a->sa, a->text, sizeof a->text);
 }
 
-dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max,
-                               int *n, char *err, size_t errlen) {
+dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max, int *n,
+                               char *err, size_t errlen) {
   const char *list = dc_env_str(DC_ENV_IFNAME);
   dc_status st = list && *list ? named(list, out, max, n, err, errlen)
                                : routed(c, out, err, errlen);
@@ -250,8 +253,10 @@ dc_status dc_iface_addr(const char *name, dc_addr *out, char *err,
   int found = iface_addr(all, name, out);
   freeifaddrs(all);
   if (!found) {
-    snprintf(err, errlen, "interface %s does not exist or has no usable "
-             "address", name);
+    snprintf(err, errlen,
+             "interface %s does not exist or has no usable "
+             "address",
+             name);
     return DC_ERR_CONFIG;
   }
   port0(out);
@@ -262,7 +267,9 @@ void dc_coord_note_no_token(const dc_coord *c) {
   const char *tok = dc_env_str(DC_ENV_JOB_TOKEN);
   const char *file = dc_env_str(DC_ENV_JOB_TOKEN_FILE);
   if (!(tok && *tok) && !(file && *file) && c->size > 1 && dc_env_verbose())
-    fprintf(stderr, "[distcomm rank %d] the job is not authenticated: no "
+    fprintf(stderr,
+            "[distcomm rank %d] the job is not authenticated: no "
             "DISTCOMM_JOB_TOKEN, so any process that reaches the coordinator "
-            "can join or disturb the job\n", c->rank);
+            "can join or disturb the job\n",
+            c->rank);
 }

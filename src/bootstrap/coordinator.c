@@ -29,7 +29,7 @@
 #define VERSION 1
 #define HDR 32
 #define PAYLOAD_MAX (1u << 20)
-#define JOIN_SECONDS 5.0  /* from accept to a whole JOIN: strangers go */
+#define JOIN_SECONDS 5.0   /* from accept to a whole JOIN: strangers go */
 #define VERDICT_SLACK 10.0 /* joiners wait this much longer than rank 0 */
 
 enum { K_JOIN = 1, K_TABLE = 2, K_ERROR = 3, K_ACK = 4 };
@@ -56,9 +56,12 @@ static int decode(const unsigned char h[HDR], msg *m) {
     return -1;
   if (dc_get16(h + 4) != VERSION)
     return -2;
-  *m = (msg){.kind = dc_get16(h + 6), .rank = dc_get32(h + 8),
-             .size = dc_get32(h + 12), .naddrs = dc_get32(h + 16),
-             .len = dc_get32(h + 20), .job = dc_get64(h + 24)};
+  *m = (msg){.kind = dc_get16(h + 6),
+             .rank = dc_get32(h + 8),
+             .size = dc_get32(h + 12),
+             .naddrs = dc_get32(h + 16),
+             .len = dc_get32(h + 20),
+             .job = dc_get64(h + 24)};
   return m->len > PAYLOAD_MAX ? -3 : 0;
 }
 
@@ -68,13 +71,14 @@ static dc_status send_msg(int fd, const msg *m, const char *payload,
   encode(m, h);
   dc_status st = dc_sock_write_all(fd, h, HDR, deadline);
   return st == DC_OK && m->len
-             ? dc_sock_write_all(fd, payload, m->len, deadline) : st;
+             ? dc_sock_write_all(fd, payload, m->len, deadline)
+             : st;
 }
 
 /* Addresses one per line into out[0..n): each must parse. The last line
  * may lack its newline: then p steps past end, and nothing more is read. */
-static dc_status parse_lines(const char *text, size_t len, dc_addr *out,
-                             int n, char *err, size_t errlen) {
+static dc_status parse_lines(const char *text, size_t len, dc_addr *out, int n,
+                             char *err, size_t errlen) {
   const char *p = text, *end = text + len;
   for (int i = 0; i < n; i++) {
     const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
@@ -108,10 +112,10 @@ static char *lines(const dc_addr *a, int n, uint32_t *len) {
 /* ---- rank 0 ---------------------------------------------------------- */
 
 typedef struct joiner {
-  int fd, rank;     /* -1 until its JOIN is whole and good; -2 when its
-                       * JOIN failed the job (it hears why) */
+  int fd, rank; /* -1 until its JOIN is whole and good; -2 when its
+                 * JOIN failed the job (it hears why) */
   double since;
-  size_t have;      /* header and payload bytes read */
+  size_t have; /* header and payload bytes read */
   unsigned char hdr[HDR];
   msg m;
   char *payload;
@@ -123,9 +127,9 @@ typedef struct server {
   int lfd, naddrs;
   joiner *j;
   int nj, cap, joined, timed_out;
-  dc_addr *table;   /* size * naddrs */
-  int *claimed;     /* joiner index per rank, -1 */
-  char why[512];    /* set: the rendezvous failed */
+  dc_addr *table; /* size * naddrs */
+  int *claimed;   /* joiner index per rank, -1 */
+  char why[512];  /* set: the rendezvous failed */
 } server;
 
 static void drop(joiner *jo) {
@@ -146,19 +150,28 @@ static void admit(server *s, int k) {
   if (m->kind != K_JOIN) {
     drop(jo);
   } else if ((int)m->size != c->size) {
-    snprintf(s->why, sizeof s->why, "world size disagreement: the process "
+    snprintf(s->why, sizeof s->why,
+             "world size disagreement: the process "
              "at %s (rank %u) was started with %u ranks, rank 0 with %d",
              jo->from, m->rank, m->size, c->size);
   } else if (m->rank == 0 || m->rank >= (uint32_t)c->size) { /* unsigned:
                                      a rank of 2^31 or more is out too */
-    snprintf(s->why, sizeof s->why, "the process at %s claims rank %u, which "
-             "%s", jo->from, m->rank, m->rank ? "is out of range"
-             : "is the coordinator's own (two processes started as rank 0?)");
+    snprintf(
+        s->why, sizeof s->why,
+        "the process at %s claims rank %u, which "
+        "%s",
+        jo->from, m->rank,
+        m->rank
+            ? "is out of range"
+            : "is the coordinator's own (two processes started as rank 0?)");
   } else if (s->claimed[m->rank] >= 0) {
-    snprintf(s->why, sizeof s->why, "rank %u was claimed twice: by %s and by "
-             "%s", m->rank, s->j[s->claimed[m->rank]].from, jo->from);
+    snprintf(s->why, sizeof s->why,
+             "rank %u was claimed twice: by %s and by "
+             "%s",
+             m->rank, s->j[s->claimed[m->rank]].from, jo->from);
   } else if ((int)m->naddrs != s->naddrs) {
-    snprintf(s->why, sizeof s->why, "rank %u (%s) listens on %u address(es), "
+    snprintf(s->why, sizeof s->why,
+             "rank %u (%s) listens on %u address(es), "
              "rank 0 on %d: set DISTCOMM_IFNAME alike on every rank",
              m->rank, jo->from, m->naddrs, s->naddrs);
   } else if (parse_lines(jo->payload, m->len, &s->table[m->rank * s->naddrs],
@@ -182,8 +195,7 @@ static void feed(server *s, int k) {
   joiner *jo = &s->j[k];
   int done = 0;
   while (!done && jo->fd >= 0) {
-    size_t want = jo->have < HDR ? HDR - jo->have
-                                 : HDR + jo->m.len - jo->have;
+    size_t want = jo->have < HDR ? HDR - jo->have : HDR + jo->m.len - jo->have;
     char *to = jo->have < HDR ? (char *)jo->hdr + jo->have
                               : jo->payload + (jo->have - HDR);
     ssize_t r = want ? recv(jo->fd, to, want, MSG_DONTWAIT) : 0;
@@ -196,7 +208,8 @@ static void feed(server *s, int k) {
     if (jo->have == HDR && (decode(jo->hdr, &jo->m) != 0 ||
                             !(jo->payload = malloc(jo->m.len + 1)))) {
       if (decode(jo->hdr, &jo->m) == -2)
-        snprintf(s->why, sizeof s->why, "the process at %s speaks another "
+        snprintf(s->why, sizeof s->why,
+                 "the process at %s speaks another "
                  "rendezvous version (%u): mixed distcomm versions?",
                  jo->from, (unsigned)dc_get16(jo->hdr + 4));
       drop(jo);
@@ -266,18 +279,17 @@ static void serve_round(server *s, double deadline) {
 
 static void missing(server *s, double timeout) {
   s->timed_out = 1;
-  size_t at = (size_t)snprintf(s->why, sizeof s->why,
-                               "the rendezvous at %s timed out after %.0f s "
-                               "with %d of %d ranks: missing rank(s)",
-                               s->c->addr.text, timeout, s->joined + 1,
-                               s->c->size);
+  size_t at =
+      (size_t)snprintf(s->why, sizeof s->why,
+                       "the rendezvous at %s timed out after %.0f s "
+                       "with %d of %d ranks: missing rank(s)",
+                       s->c->addr.text, timeout, s->joined + 1, s->c->size);
   int shown = 0;
   for (int r = 1; r < s->c->size && at < sizeof s->why - 16; r++)
     if (s->claimed[r] < 0 && shown++ < 16)
       at += (size_t)snprintf(s->why + at, sizeof s->why - at, " %d", r);
   if (shown > 16)
-    snprintf(s->why + at, sizeof s->why - at, " and %d more",
-             shown - 16);
+    snprintf(s->why + at, sizeof s->why - at, " and %d more", shown - 16);
 }
 
 static uint64_t pick_job(void) {
@@ -296,8 +308,8 @@ static uint64_t pick_job(void) {
 
 /* Everyone joined: the table to each; else the reason to each. */
 static dc_status answer(server *s, uint64_t job, char *err, size_t errlen) {
-  msg m = {.size = (uint32_t)s->c->size, .naddrs = (uint32_t)s->naddrs,
-           .job = job};
+  msg m = {
+      .size = (uint32_t)s->c->size, .naddrs = (uint32_t)s->naddrs, .job = job};
   char *text = NULL;
   if (!s->why[0]) {
     text = lines(s->table, s->c->size * s->naddrs, &m.len);
@@ -312,7 +324,7 @@ static dc_status answer(server *s, uint64_t job, char *err, size_t errlen) {
   dc_status st = s->timed_out ? DC_ERR_TIMEOUT : DC_ERR_CONFIG;
   m.kind = s->why[0] ? K_ERROR : K_TABLE;
   if (s->why[0])
-    m.job = (uint64_t)st; /* an ERROR's job field: the status */
+    m.job = (uint64_t)st;           /* an ERROR's job field: the status */
   double deadline = dc_now() + 5.0; /* each joiner is waiting to read */
   for (int k = 0; k < s->nj; k++)
     if (s->j[k].fd >= 0 && (s->j[k].rank >= 0 || s->j[k].rank == -2)) {
@@ -353,10 +365,13 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
     else
       usleep(100000);
   }
-  snprintf(err, errlen, "rank 0 cannot listen on the coordinator address %s "
-           "(%s): %s%s", c->addr.text, c->from, strerror(e),
+  snprintf(err, errlen,
+           "rank 0 cannot listen on the coordinator address %s "
+           "(%s): %s%s",
+           c->addr.text, c->from, strerror(e),
            e == EADDRINUSE ? " until the timeout (another job's coordinator, "
-                             "or two processes started as rank 0?)" : "");
+                             "or two processes started as rank 0?)"
+                           : "");
   *fd = -1;
   return DC_ERR_SYSTEM;
 }
@@ -407,19 +422,21 @@ static dc_status verdict(const dc_coord *c, int fd, int n, double deadline,
                          unsigned char h[HDR], int have, dc_hostfile *all,
                          uint64_t *job, char *err, size_t errlen) {
   msg m;
-  dc_status st = have ? DC_OK
-                      : dc_sock_read_all(fd, h, HDR, deadline + VERDICT_SLACK);
+  dc_status st =
+      have ? DC_OK : dc_sock_read_all(fd, h, HDR, deadline + VERDICT_SLACK);
   int bad = st == DC_OK ? decode(h, &m) : 0;
   char *text = st == DC_OK && !bad ? malloc(m.len + 1) : NULL;
   if (text)
     st = dc_sock_read_all(fd, text, m.len, deadline + VERDICT_SLACK);
   if (st != DC_OK || bad || !text) {
-    snprintf(err, errlen, st == DC_ERR_TIMEOUT
-             ? "the coordinator %s (%s) sent no answer before the timeout"
+    snprintf(err, errlen,
+             st == DC_ERR_TIMEOUT
+                 ? "the coordinator %s (%s) sent no answer before the timeout"
              : st != DC_OK ? "the coordinator %s (%s) closed the connection "
                              "during the rendezvous: did rank 0 exit?"
              : bad ? "the process at %s (%s) is not a distcomm coordinator "
-                     "of this version" : "out of memory (%s, %s)",
+                     "of this version"
+                   : "out of memory (%s, %s)",
              c->addr.text, c->from);
     free(text);
     return st != DC_OK ? st : bad ? DC_ERR_CONFIG : DC_ERR_NOMEM;
@@ -428,20 +445,24 @@ static dc_status verdict(const dc_coord *c, int fd, int n, double deadline,
   if (m.kind == K_ERROR) {
     char safe[600];
     dc_escape_text(text, m.len, safe, sizeof safe);
-    snprintf(err, errlen, "rank 0 (the coordinator %s) ended the rendezvous: "
-             "%s", c->addr.text, safe);
+    snprintf(err, errlen,
+             "rank 0 (the coordinator %s) ended the rendezvous: "
+             "%s",
+             c->addr.text, safe);
   }
-  st = m.kind != K_ERROR ? DC_OK
-       : m.job == (uint64_t)DC_ERR_TIMEOUT ? DC_ERR_TIMEOUT : DC_ERR_CONFIG;
-  if (st == DC_OK && (m.kind != K_TABLE || (int)m.size != c->size ||
-                      (int)m.naddrs != n)) {
-    snprintf(err, errlen, "the coordinator %s sent a table that does not fit "
-             "(%u ranks, %u addresses each; ours: %d, %d)", c->addr.text,
-             m.size, m.naddrs, c->size, n);
+  st = m.kind != K_ERROR                   ? DC_OK
+       : m.job == (uint64_t)DC_ERR_TIMEOUT ? DC_ERR_TIMEOUT
+                                           : DC_ERR_CONFIG;
+  if (st == DC_OK &&
+      (m.kind != K_TABLE || (int)m.size != c->size || (int)m.naddrs != n)) {
+    snprintf(err, errlen,
+             "the coordinator %s sent a table that does not fit "
+             "(%u ranks, %u addresses each; ours: %d, %d)",
+             c->addr.text, m.size, m.naddrs, c->size, n);
     st = DC_ERR_CONFIG;
   }
-  dc_addr *table = st == DC_OK ? calloc((size_t)c->size * (size_t)n,
-                                        sizeof *table) : NULL;
+  dc_addr *table =
+      st == DC_OK ? calloc((size_t)c->size * (size_t)n, sizeof *table) : NULL;
   char why[200];
   if (st == DC_OK && (!table || parse_lines(text, m.len, table, c->size * n,
                                             why, sizeof why) != DC_OK)) {
@@ -464,8 +485,10 @@ static dc_status verdict(const dc_coord *c, int fd, int n, double deadline,
 #define ACK_SECONDS 5.0
 static int acked(int fd, const dc_coord *c, const dc_addr *mine, int n,
                  double deadline, unsigned char h[HDR]) {
-  msg m = {.kind = K_JOIN, .rank = (uint32_t)c->rank,
-           .size = (uint32_t)c->size, .naddrs = (uint32_t)n};
+  msg m = {.kind = K_JOIN,
+           .rank = (uint32_t)c->rank,
+           .size = (uint32_t)c->size,
+           .naddrs = (uint32_t)n};
   char *text = lines(mine, n, &m.len);
   dc_status st = text ? send_msg(fd, &m, text, deadline) : DC_ERR_NOMEM;
   free(text);
@@ -494,27 +517,30 @@ static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
       break;
     got = acked(fd, c, mine, n, deadline, h);
     if (got > 0) {
-      dc_status st = verdict(c, fd, n, deadline, h, got == 2, all, job, err,
-                             errlen);
+      dc_status st =
+          verdict(c, fd, n, deadline, h, got == 2, all, job, err, errlen);
       close(fd);
       return st;
     }
     close(fd);
     if (got < 0) {
-      snprintf(err, errlen, "the process at %s (%s) is not a distcomm "
-               "coordinator of this version", c->addr.text, c->from);
+      snprintf(err, errlen,
+               "the process at %s (%s) is not a distcomm "
+               "coordinator of this version",
+               c->addr.text, c->from);
       return DC_ERR_CONFIG;
     }
   }
-  snprintf(err, errlen, "rank %d could not reach the coordinator %s (%s) "
-           "within %.0f s: is rank 0 running?", c->rank, c->addr.text,
-           c->from, timeout);
+  snprintf(err, errlen,
+           "rank %d could not reach the coordinator %s (%s) "
+           "within %.0f s: is rank 0 running?",
+           c->rank, c->addr.text, c->from, timeout);
   return DC_ERR_TIMEOUT;
 }
 
 dc_status dc_coord_rendezvous(const dc_coord *c, const dc_addr *mine, int n,
-                              double deadline, dc_hostfile *all,
-                              uint64_t *job, char *err, size_t errlen) {
+                              double deadline, dc_hostfile *all, uint64_t *job,
+                              char *err, size_t errlen) {
   return c->rank == 0 ? serve(c, mine, n, deadline, all, job, err, errlen)
                       : join(c, mine, n, deadline, all, job, err, errlen);
 }

@@ -26,8 +26,8 @@
 #include "config/hostfile.h"
 
 typedef struct dc_coord {
-  dc_addr addr;       /* where rank 0 listens */
-  const char *from;   /* the variable(s) it came from, for messages */
+  dc_addr addr;     /* where rank 0 listens */
+  const char *from; /* the variable(s) it came from, for messages */
   int rank, size;
 } dc_coord;
 
@@ -54,15 +54,15 @@ void dc_coord_note_no_token(const dc_coord *c);
 
 /* The addresses (port 0) this rank should listen on: one per interface of
  * DISTCOMM_IFNAME, or the address that routes to the coordinator. */
-dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max,
-                               int *n, char *err, size_t errlen);
+dc_status dc_coord_local_addrs(const dc_coord *c, dc_addr *out, int max, int *n,
+                               char *err, size_t errlen);
 
 /* Exchange addresses: mine[0..n) are this rank's listeners (ports set).
  * On success *all is every rank's (free with dc_hostfile_free) and *job the
  * job id rank 0 chose (DISTCOMM_JOB_ID, or random). Every wait ends by
  * deadline (rank 0) or a little after (joiners wait for rank 0's verdict). */
 dc_status dc_coord_rendezvous(const dc_coord *c, const dc_addr *mine, int n,
-                              double deadline, dc_hostfile *all,
-                              uint64_t *job, char *err, size_t errlen);
+                              double deadline, dc_hostfile *all, uint64_t *job,
+                              char *err, size_t errlen);
 
 #endif

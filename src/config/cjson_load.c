@@ -36,8 +36,14 @@ static void load_cjson(void) {
   }
   /* ParseWithLengthOpts (libcjson >= 1.7.13, like ParseWithLength) also
    * reports where parsing stopped: error positions and trailing text. */
-  union { void *p; parse_fn f; } parse = {lookup(lib, "cJSON_ParseWithLengthOpts")};
-  union { void *p; delete_fn f; } del = {lookup(lib, "cJSON_Delete")};
+  union {
+    void *p;
+    parse_fn f;
+  } parse = {lookup(lib, "cJSON_ParseWithLengthOpts")};
+  union {
+    void *p;
+    delete_fn f;
+  } del = {lookup(lib, "cJSON_Delete")};
   if (!parse.p || !del.p) {
     dlclose(lib); /* nothing from it is in use yet */
     return;
@@ -65,14 +71,16 @@ static void line_col(const char *text, size_t off, size_t *line, size_t *col) {
 
 /* Offset where cJSON stopped, clamped into [0, len]. */
 static size_t stop_offset(const char *text, size_t len, const char *end) {
-  if (!end || end < text) return 0;
+  if (!end || end < text)
+    return 0;
   size_t off = (size_t)(end - text);
   return off > len ? len : off;
 }
 
 static int only_space_from(const char *text, size_t len, size_t off) {
   for (; off < len; off++) {
-    if (!strchr(" \t\r\n", text[off]) || text[off] == '\0') return 0;
+    if (!strchr(" \t\r\n", text[off]) || text[off] == '\0')
+      return 0;
   }
   return 1;
 }
@@ -82,8 +90,10 @@ dc_status dc_json_parse(const char *what, const char *text, size_t len,
   *out = NULL;
   pthread_once(&load_once, load_cjson);
   if (!json_parse_fn) {
-    snprintf(err, errlen, "parsing %s needs libcjson1 (apt-get install "
-             "libcjson1): %s", what, load_error);
+    snprintf(err, errlen,
+             "parsing %s needs libcjson1 (apt-get install "
+             "libcjson1): %s",
+             what, load_error);
     return DC_ERR_UNAVAILABLE;
   }
   if (!text || only_space_from(text, len, 0)) {
@@ -104,10 +114,12 @@ dc_status dc_json_parse(const char *what, const char *text, size_t len,
   snprintf(err, errlen, "%s: %s (line %zu, column %zu)", what,
            json ? "unexpected text after the JSON value" : "not valid JSON",
            line, col);
-  if (json) json_delete_fn(json);
+  if (json)
+    json_delete_fn(json);
   return DC_ERR_CONFIG;
 }
 
 void dc_json_delete(cJSON *json) {
-  if (json && json_delete_fn) json_delete_fn(json);
+  if (json && json_delete_fn)
+    json_delete_fn(json);
 }

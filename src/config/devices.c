@@ -8,7 +8,8 @@
 #include "config/cjson_load.h"
 #include "config/hostfile.h"
 
-#define MAX_RANKS 64 /* a rank's addresses towards all peers: the rendezvous's limit */
+#define MAX_RANKS                                                              \
+  64 /* a rank's addresses towards all peers: the rendezvous's limit */
 #define MAX_LINKS 8
 
 /* Only the parser is looked up in libcjson (cjson_load.h): walk the tree by
@@ -49,12 +50,14 @@ static int entry_names(const cJSON *e) {
 }
 
 /* Checks the shape; *links is the longest list. */
-static dc_status shape(const char *what, const cJSON *root, int *n,
-                       int *links, char *err, size_t errlen) {
+static dc_status shape(const char *what, const cJSON *root, int *n, int *links,
+                       char *err, size_t errlen) {
   *n = length(root);
   if (*n < 1 || *n > MAX_RANKS) {
-    snprintf(err, errlen, "%s: expected a square JSON matrix of 1 to %d rows "
-             "(one per rank)", what, MAX_RANKS);
+    snprintf(err, errlen,
+             "%s: expected a square JSON matrix of 1 to %d rows "
+             "(one per rank)",
+             what, MAX_RANKS);
     return DC_ERR_CONFIG;
   }
   *links = 1;
@@ -110,8 +113,9 @@ static dc_status fill(const char *what, const cJSON *root, dc_devices *d,
       int m = entry_names(e);
       for (int k = 0; m > 0 && k < d->links; k++) {
         const cJSON *s = is_string(e) ? e : item(e, k % m);
-        char *out = d->name[((size_t)r * (size_t)d->n + (size_t)q) *
-                                (size_t)d->links + (size_t)k];
+        char *out =
+            d->name[((size_t)r * (size_t)d->n + (size_t)q) * (size_t)d->links +
+                    (size_t)k];
         dc_status st = put_name(what, r, q, s->valuestring, out, err, errlen);
         if (st != DC_OK)
           return st;
@@ -128,8 +132,8 @@ static dc_status parse(const char *what, const char *text, size_t len,
   if (st == DC_OK)
     st = shape(what, root, &d->n, &d->links, err, errlen);
   if (st == DC_OK) {
-    d->name = calloc((size_t)d->n * (size_t)d->n * (size_t)d->links,
-                     sizeof *d->name);
+    d->name =
+        calloc((size_t)d->n * (size_t)d->n * (size_t)d->links, sizeof *d->name);
     st = d->name ? fill(what, root, d, err, errlen) : DC_ERR_NOMEM;
   }
   dc_json_delete(root);

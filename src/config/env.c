@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const dc_env_var vars[DC_ENV_COUNT] = {
-#define DC_ENV_ROW_(id, name, kind, def, lo, hi, meaning) \
+#define DC_ENV_ROW_(id, name, kind, def, lo, hi, meaning)                      \
   [DC_ENV_##id] = {name, DC_ENV_KIND_##kind, def, lo, hi, meaning},
     DC_ENV_LIST(DC_ENV_ROW_)
 #undef DC_ENV_ROW_

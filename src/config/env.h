@@ -25,78 +25,80 @@
 
 /* X(id, name, kind, default, lo, hi, meaning) */
 #define DC_ENV_LIST(X)                                                         \
-  X(RANK, "MLX_RANK", TEXT, "unset", 0, 0,                                    \
+  X(RANK, "MLX_RANK", TEXT, "unset", 0, 0,                                     \
     "this process's rank, 0-based (the ring backend; with MLX_HOSTFILE)")      \
-  X(HOSTFILE, "MLX_HOSTFILE", TEXT, "unset", 0, 0,                            \
+  X(HOSTFILE, "MLX_HOSTFILE", TEXT, "unset", 0, 0,                             \
     "path of the ring hostfile (the ring backend; with MLX_RANK)")             \
-  X(RING_VERBOSE, "MLX_RING_VERBOSE", FLAG, "0", 0, 0,                        \
+  X(RING_VERBOSE, "MLX_RING_VERBOSE", FLAG, "0", 0, 0,                         \
     "log connections and failures to stderr (as DISTCOMM_VERBOSE)")            \
-  X(VERBOSE, "DISTCOMM_VERBOSE", FLAG, "0", 0, 0,                             \
+  X(VERBOSE, "DISTCOMM_VERBOSE", FLAG, "0", 0, 0,                              \
     "log connections and failures to stderr")                                  \
-  X(TIMEOUT, "DISTCOMM_TIMEOUT", SECONDS, "300", 0, 0,                        \
+  X(TIMEOUT, "DISTCOMM_TIMEOUT", SECONDS, "300", 0, 0,                         \
     "seconds a wait may see no progress before DC_ERR_TIMEOUT")                \
-  X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the hostfile", 0, 0,          \
+  X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the hostfile", 0, 0,           \
     "job id in hex, set by the launcher: two jobs never cross-connect")        \
-  X(JOB_TOKEN, "DISTCOMM_JOB_TOKEN", TEXT, "unset (no proof asked)", 0, 0,    \
+  X(JOB_TOKEN, "DISTCOMM_JOB_TOKEN", TEXT, "unset (no proof asked)", 0, 0,     \
     "per-job secret that peers prove they hold, set by the launcher")          \
-  X(JOB_TOKEN_FILE, "DISTCOMM_JOB_TOKEN_FILE", TEXT, "unset", 0, 0,          \
+  X(JOB_TOKEN_FILE, "DISTCOMM_JOB_TOKEN_FILE", TEXT, "unset", 0, 0,            \
     "a file (mode 600, ours) whose first line is the job token, when "         \
     "DISTCOMM_JOB_TOKEN is unset")                                             \
-  X(SECURE, "DISTCOMM_SECURE", TEXT, "0", 0, 0,                               \
+  X(SECURE, "DISTCOMM_SECURE", TEXT, "0", 0, 0,                                \
     "1 or auth: every frame on TCP carries a MAC under a per-connection key "  \
     "from the job token (needs a token; nothing is encrypted)")                \
-  X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                           \
+  X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                            \
     "TCP connections per hostfile address (1 to 16)")                          \
-  X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,           \
+  X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,            \
     "1: connect ring neighbours only, as MLX's ring does")                     \
-  X(SHM, "DISTCOMM_SHM", SWITCH, "1", 0, 0,                                   \
+  X(SHM, "DISTCOMM_SHM", SWITCH, "1", 0, 0,                                    \
     "0: ranks on one host talk over TCP instead of shared memory")             \
-  X(CMA, "DISTCOMM_CMA", SWITCH, "auto", 0, 0,                                \
+  X(CMA, "DISTCOMM_CMA", SWITCH, "auto", 0, 0,                                 \
     "single copy (process_vm_readv) for large collectives on one host: "       \
     "0 never, 1 always, auto: the faster, timed per op and size")              \
   X(MPI_LIBNAME, "MLX_MPI_LIBNAME", TEXT,                                      \
     "libmpi.so.40, libmpich.so.12, libmpi.so.12", 0, 0,                        \
     "the MPI library to load (the MPI backend)")                               \
-  X(MPI_PIECE, "DISTCOMM_MPI_PIECE", COUNT, "1073741824", 16, 1073741824,     \
+  X(MPI_PIECE, "DISTCOMM_MPI_PIECE", COUNT, "1073741824", 16, 1073741824,      \
     "most elements or bytes one MPI call moves (tests make it small)")         \
-  X(OMPI_RANK, "OMPI_COMM_WORLD_RANK", TEXT, "unset", 0, 0,                   \
+  X(OMPI_RANK, "OMPI_COMM_WORLD_RANK", TEXT, "unset", 0, 0,                    \
     "set by Open MPI's mpirun: the MPI backend applies")                       \
-  X(OMPI_SIZE, "OMPI_COMM_WORLD_SIZE", NUMBER, "-1", 0, 1073741823,           \
+  X(OMPI_SIZE, "OMPI_COMM_WORLD_SIZE", NUMBER, "-1", 0, 1073741823,            \
     "world size Open MPI's mpirun announces (-1: unknown)")                    \
-  X(PMI_RANK, "PMI_RANK", TEXT, "unset", 0, 0,                                \
+  X(PMI_RANK, "PMI_RANK", TEXT, "unset", 0, 0,                                 \
     "set by a PMI launcher (MPICH's hydra): the MPI backend applies")          \
-  X(PMI_SIZE, "PMI_SIZE", NUMBER, "-1", 0, 1073741823,                        \
+  X(PMI_SIZE, "PMI_SIZE", NUMBER, "-1", 0, 1073741823,                         \
     "world size a PMI launcher announces (-1: unknown)")                       \
-  X(PMIX_RANK, "PMIX_RANK", TEXT, "unset", 0, 0,                              \
+  X(PMIX_RANK, "PMIX_RANK", TEXT, "unset", 0, 0,                               \
     "set by a PMIx launcher: the MPI backend applies")                         \
-  X(SLURM_PROCID, "SLURM_PROCID", TEXT, "unset", 0, 0,                        \
+  X(SLURM_PROCID, "SLURM_PROCID", TEXT, "unset", 0, 0,                         \
     "set by srun (with SLURM_NTASKS): the MPI backend applies")                \
-  X(SLURM_NTASKS, "SLURM_NTASKS", NUMBER, "-1", 0, 1073741823,                \
+  X(SLURM_NTASKS, "SLURM_NTASKS", NUMBER, "-1", 0, 1073741823,                 \
     "world size srun announces (-1: unknown)")                                 \
-  X(JACCL_COORDINATOR, "MLX_JACCL_COORDINATOR", TEXT, "unset", 0, 0,          \
+  X(JACCL_COORDINATOR, "MLX_JACCL_COORDINATOR", TEXT, "unset", 0, 0,           \
     "ip:port where rank 0 runs the rendezvous (MLX's JACCL name)")             \
-  X(COORDINATOR, "DISTCOMM_COORDINATOR", TEXT, "unset", 0, 0,                 \
+  X(COORDINATOR, "DISTCOMM_COORDINATOR", TEXT, "unset", 0, 0,                  \
     "host:port where rank 0 runs the rendezvous (when MLX_JACCL_COORDINATOR "  \
     "is unset)")                                                               \
-  X(MASTER_ADDR, "MASTER_ADDR", TEXT, "unset", 0, 0,                          \
+  X(MASTER_ADDR, "MASTER_ADDR", TEXT, "unset", 0, 0,                           \
     "torchrun's rendezvous host (with MASTER_PORT), when neither of the two "  \
     "above is set")                                                            \
-  X(MASTER_PORT, "MASTER_PORT", TEXT, "unset", 0, 0,                          \
+  X(MASTER_PORT, "MASTER_PORT", TEXT, "unset", 0, 0,                           \
     "torchrun's rendezvous port (with MASTER_ADDR)")                           \
-  X(WORLD_SIZE_MLX, "MLX_WORLD_SIZE", NUMBER, "-1", 1, 1073741823,            \
+  X(WORLD_SIZE_MLX, "MLX_WORLD_SIZE", NUMBER, "-1", 1, 1073741823,             \
     "world size with a coordinator (else WORLD_SIZE, SLURM_NTASKS, "           \
     "OMPI_COMM_WORLD_SIZE, PMI_SIZE)")                                         \
-  X(TORCH_RANK, "RANK", TEXT, "unset", 0, 0,                                  \
+  X(TORCH_RANK, "RANK", TEXT, "unset", 0, 0,                                   \
     "torchrun's rank: with a coordinator, when MLX_RANK is unset")             \
-  X(TORCH_WORLD_SIZE, "WORLD_SIZE", NUMBER, "-1", 1, 1073741823,              \
+  X(TORCH_WORLD_SIZE, "WORLD_SIZE", NUMBER, "-1", 1, 1073741823,               \
     "torchrun's world size: with a coordinator, when MLX_WORLD_SIZE is unset") \
-  X(IFNAME, "DISTCOMM_IFNAME", TEXT, "the interface that routes to the "      \
-    "coordinator", 0, 0,                                                       \
+  X(IFNAME, "DISTCOMM_IFNAME", TEXT,                                           \
+    "the interface that routes to the "                                        \
+    "coordinator",                                                             \
+    0, 0,                                                                      \
     "with a coordinator: the interfaces (comma-separated) a rank listens on")  \
-  X(IBV_DEVICES, "MLX_IBV_DEVICES", TEXT, "unset", 0, 0,                      \
+  X(IBV_DEVICES, "MLX_IBV_DEVICES", TEXT, "unset", 0, 0,                       \
     "the mesh (jaccl): path of the N x N device matrix (or the JSON itself); " \
     "each name is the interface that reaches that peer")                       \
-  X(JACCL_RING, "MLX_JACCL_RING", FLAG, "0", 0, 0,                            \
+  X(JACCL_RING, "MLX_JACCL_RING", FLAG, "0", 0, 0,                             \
     "1: the mesh connects ring neighbours only and runs the ring algorithms "  \
     "(jaccl-ring)")
 
@@ -104,7 +106,7 @@ typedef enum dc_env_id {
 #define DC_ENV_ID_(id, name, kind, def, lo, hi, meaning) DC_ENV_##id,
   DC_ENV_LIST(DC_ENV_ID_)
 #undef DC_ENV_ID_
-  DC_ENV_COUNT
+      DC_ENV_COUNT
 } dc_env_id;
 
 typedef enum dc_env_kind {

@@ -30,7 +30,8 @@
 
 __attribute__((format(printf, 3, 4))) static void
 set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
+  if (!err || errlen == 0)
+    return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err, errlen, fmt, ap);
@@ -43,7 +44,8 @@ set_err(char *err, size_t errlen, const char *fmt, ...) {
  * forge the message. */
 static void escape(char *dst, size_t n, const char *s, size_t max, char q) {
   size_t o = 0;
-  if (q) dst[o++] = q;
+  if (q)
+    dst[o++] = q;
   for (size_t i = 0; s[i] && o + 8 < n; i++) {
     unsigned char c = (unsigned char)s[i];
     if (i == max) {
@@ -57,7 +59,8 @@ static void escape(char *dst, size_t n, const char *s, size_t max, char q) {
     else
       dst[o++] = (char)c;
   }
-  if (q) dst[o++] = q;
+  if (q)
+    dst[o++] = q;
   dst[o] = '\0';
 }
 
@@ -66,11 +69,14 @@ static void escape(char *dst, size_t n, const char *s, size_t max, char q) {
 /* Strict decimal: digits only (no sign, no space), value <= max. */
 static int parse_decimal(const char *s, size_t len, long max, long *out) {
   long v = 0;
-  if (len == 0) return -1;
+  if (len == 0)
+    return -1;
   for (size_t i = 0; i < len; i++) {
-    if (s[i] < '0' || s[i] > '9') return -1;
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
     v = v * 10 + (s[i] - '0');
-    if (v > max) return -1;
+    if (v > max)
+      return -1;
   }
   *out = v;
   return 0;
@@ -83,7 +89,8 @@ static dc_status hostname_error(const char *host, const char *q, char *err,
   int local = strcasecmp(host, "localhost") == 0;
   set_err(err, errlen,
           "%s names a host; hostfile addresses must be numeric IPs (%s)", q,
-          local ? "use 127.0.0.1 for localhost" : "write the host's IP address");
+          local ? "use 127.0.0.1 for localhost"
+                : "write the host's IP address");
   return DC_ERR_CONFIG;
 }
 
@@ -126,12 +133,15 @@ static dc_status parse_v6(char *host, int port, dc_addr *out, const char *q,
                           char *err, size_t errlen) {
   struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->sa;
   char *pct = strchr(host, '%');
-  if (pct) *pct = '\0';
+  if (pct)
+    *pct = '\0';
   if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1) {
     if ((host[0] | 0x20) >= 'g' && (host[0] | 0x20) <= 'z')
       return hostname_error(host, q, err, errlen);
-    set_err(err, errlen, "%s is not ip:port (not a numeric IPv6 address "
-            "inside [])", q);
+    set_err(err, errlen,
+            "%s is not ip:port (not a numeric IPv6 address "
+            "inside [])",
+            q);
     return DC_ERR_CONFIG;
   }
   sin6->sin6_family = AF_INET6;
@@ -162,8 +172,10 @@ static dc_status split_host_port(const char *text, char *host, int *v6,
       return DC_ERR_CONFIG;
     }
     if (memchr(text, ':', (size_t)(end - text))) {
-      set_err(err, errlen, "%s is not ip:port (write an IPv6 address in "
-              "brackets: [ipv6]:port)", q);
+      set_err(err, errlen,
+              "%s is not ip:port (write an IPv6 address in "
+              "brackets: [ipv6]:port)",
+              q);
       return DC_ERR_CONFIG;
     }
     *port = end + 1;
@@ -196,7 +208,8 @@ dc_status dc_addr_parse(const char *text, int allow_port0, dc_addr *out,
     return DC_ERR_CONFIG;
   }
   dc_status st = split_host_port(text, host, &v6, &port_text, q, err, errlen);
-  if (st != DC_OK) return st;
+  if (st != DC_OK)
+    return st;
   if (parse_decimal(port_text, strlen(port_text), 65535, &port) != 0 ||
       (port == 0 && !allow_port0)) {
     set_err(err, errlen, "%s has a bad port (expected %d..65535)", q,
@@ -219,12 +232,18 @@ static int json_type(const cJSON *item) { return item->type & 0xFF; }
 
 static const char *type_name(const cJSON *item) {
   switch (json_type(item)) {
-  case cJSON_Array: return "a list";
-  case cJSON_Object: return "an object";
-  case cJSON_String: return "a string";
-  case cJSON_Number: return "a number";
-  case cJSON_NULL: return "null";
-  default: return "true/false";
+  case cJSON_Array:
+    return "a list";
+  case cJSON_Object:
+    return "an object";
+  case cJSON_String:
+    return "a string";
+  case cJSON_Number:
+    return "a number";
+  case cJSON_NULL:
+    return "null";
+  default:
+    return "true/false";
   }
 }
 
@@ -233,15 +252,18 @@ static const char *type_name(const cJSON *item) {
  * iterating a JSON string yields the string): ["10.0.0.1:5000", ...]. */
 static int entry_count(const cJSON *entry) {
   int n = 0;
-  if (json_type(entry) == cJSON_String) return 1;
-  if (json_type(entry) != cJSON_Array) return -1;
+  if (json_type(entry) == cJSON_String)
+    return 1;
+  if (json_type(entry) != cJSON_Array)
+    return -1;
   for (const cJSON *c = entry->child; c && n <= HF_MAX_PER_RANK; c = c->next)
     n++;
   return n;
 }
 
 static const cJSON *entry_item(const cJSON *entry, const cJSON *prev) {
-  if (json_type(entry) == cJSON_String) return prev ? NULL : entry;
+  if (json_type(entry) == cJSON_String)
+    return prev ? NULL : entry;
   return prev ? prev->next : entry->child;
 }
 
@@ -249,8 +271,10 @@ static dc_status check_entry(const char *what, const cJSON *entry, int r,
                              int want, char *err, size_t errlen) {
   int n = entry_count(entry);
   if (n < 0) {
-    set_err(err, errlen, "%s: entry %d is not a list of \"ip:port\" strings "
-            "(it is %s%s)", what, r, type_name(entry),
+    set_err(err, errlen,
+            "%s: entry %d is not a list of \"ip:port\" strings "
+            "(it is %s%s)",
+            what, r, type_name(entry),
             json_type(entry) == cJSON_Object
                 ? "; mlx.launch's host list goes to distcomm-launch "
                   "--hostfile, MLX_HOSTFILE is the ring's list of address lists"
@@ -258,15 +282,18 @@ static dc_status check_entry(const char *what, const cJSON *entry, int r,
     return DC_ERR_CONFIG;
   }
   if (n == 0 || n > HF_MAX_PER_RANK) {
-    set_err(err, errlen, "%s: entry %d %s; each rank lists 1 to %d \"ip:port\""
-            " strings", what, r, n ? "has too many addresses" : "is empty",
+    set_err(err, errlen,
+            "%s: entry %d %s; each rank lists 1 to %d \"ip:port\""
+            " strings",
+            what, r, n ? "has too many addresses" : "is empty",
             HF_MAX_PER_RANK);
     return DC_ERR_CONFIG;
   }
   if (want && n != want) {
-    set_err(err, errlen, "%s: entry %d (rank %d) has %d address%s but entry 0 "
-            "has %d; every rank must list the same number", what, r, r, n,
-            n == 1 ? "" : "es", want);
+    set_err(err, errlen,
+            "%s: entry %d (rank %d) has %d address%s but entry 0 "
+            "has %d; every rank must list the same number",
+            what, r, r, n, n == 1 ? "" : "es", want);
     return DC_ERR_CONFIG;
   }
   return DC_OK;
@@ -277,8 +304,10 @@ static dc_status check_shape(const char *what, const cJSON *root, int *nranks,
                              int *naddrs, char *err, size_t errlen) {
   int r = 0;
   if (json_type(root) != cJSON_Array) {
-    set_err(err, errlen, "%s: top level is %s, not a list with one list of "
-            "\"ip:port\" strings per rank", what, type_name(root));
+    set_err(err, errlen,
+            "%s: top level is %s, not a list with one list of "
+            "\"ip:port\" strings per rank",
+            what, type_name(root));
     return DC_ERR_CONFIG;
   }
   *naddrs = 0;
@@ -288,12 +317,15 @@ static dc_status check_shape(const char *what, const cJSON *root, int *nranks,
       return DC_ERR_CONFIG;
     }
     dc_status st = check_entry(what, e, r, *naddrs, err, errlen);
-    if (st != DC_OK) return st;
+    if (st != DC_OK)
+      return st;
     *naddrs = entry_count(e);
   }
   if (r == 0) {
-    set_err(err, errlen, "%s: is an empty list (expected one list of "
-            "\"ip:port\" strings per rank)", what);
+    set_err(err, errlen,
+            "%s: is an empty list (expected one list of "
+            "\"ip:port\" strings per rank)",
+            what);
     return DC_ERR_CONFIG;
   }
   if ((long)r * *naddrs > HF_MAX_TOTAL) {
@@ -309,8 +341,10 @@ static dc_status parse_item(const char *what, const cJSON *item, int r, int i,
                             dc_addr *out, char *err, size_t errlen) {
   char why[256];
   if (json_type(item) != cJSON_String || !item->valuestring) {
-    set_err(err, errlen, "%s: entry %d address %d is %s, not an \"ip:port\" "
-            "string", what, r, i, type_name(item));
+    set_err(err, errlen,
+            "%s: entry %d address %d is %s, not an \"ip:port\" "
+            "string",
+            what, r, i, type_name(item));
     return DC_ERR_CONFIG;
   }
   if (dc_addr_parse(item->valuestring, 0, out, why, sizeof why) != DC_OK) {
@@ -328,7 +362,8 @@ static dc_status fill(const char *what, const cJSON *root, dc_hostfile *hf,
     for (const cJSON *it = entry_item(e, NULL); it; it = entry_item(e, it)) {
       dc_addr *a = &hf->addrs[(size_t)r * hf->naddrs + i];
       dc_status st = parse_item(what, it, r, i++, a, err, errlen);
-      if (st != DC_OK) return st;
+      if (st != DC_OK)
+        return st;
     }
   }
   return DC_OK;
@@ -339,9 +374,11 @@ static dc_status fill(const char *what, const cJSON *root, dc_hostfile *hf,
 static int addr_ptr_cmp(const void *x, const void *y) {
   const dc_addr *a = *(const dc_addr *const *)x;
   const dc_addr *b = *(const dc_addr *const *)y;
-  if (a->salen != b->salen) return a->salen < b->salen ? -1 : 1;
+  if (a->salen != b->salen)
+    return a->salen < b->salen ? -1 : 1;
   int c = memcmp(&a->sa, &b->sa, a->salen);
-  if (c) return c;
+  if (c)
+    return c;
   return a < b ? -1 : a > b;
 }
 
@@ -355,17 +392,20 @@ static dc_status check_distinct(const char *what, const dc_hostfile *hf,
     set_err(err, errlen, "%s: out of memory", what);
     return DC_ERR_NOMEM;
   }
-  for (size_t i = 0; i < n; i++) sorted[i] = &hf->addrs[i];
+  for (size_t i = 0; i < n; i++)
+    sorted[i] = &hf->addrs[i];
   qsort(sorted, n, sizeof *sorted, addr_ptr_cmp);
   dc_status st = DC_OK;
   for (size_t i = 1; i < n && st == DC_OK; i++) {
     const dc_addr *a = sorted[i - 1], *b = sorted[i];
-    if (a->salen != b->salen || memcmp(&a->sa, &b->sa, a->salen)) continue;
+    if (a->salen != b->salen || memcmp(&a->sa, &b->sa, a->salen))
+      continue;
     char q[96];
     escape(q, sizeof q, b->text, 64, '"');
-    set_err(err, errlen, "%s: entry %d address %s is also used by entry %d; "
-            "every address must be distinct", what,
-            (int)((size_t)(b - hf->addrs) / hf->naddrs), q,
+    set_err(err, errlen,
+            "%s: entry %d address %s is also used by entry %d; "
+            "every address must be distinct",
+            what, (int)((size_t)(b - hf->addrs) / hf->naddrs), q,
             (int)((size_t)(a - hf->addrs) / hf->naddrs));
     st = DC_ERR_CONFIG;
   }
@@ -378,20 +418,24 @@ static dc_status parse_named(const char *what, const char *text, size_t len,
   cJSON *root;
   int nranks = 0, naddrs = 0;
   if (len > HF_MAX_BYTES) {
-    set_err(err, errlen, "%s: is larger than %zu MiB", what, HF_MAX_BYTES >> 20);
+    set_err(err, errlen, "%s: is larger than %zu MiB", what,
+            HF_MAX_BYTES >> 20);
     return DC_ERR_CONFIG;
   }
   dc_status st = dc_json_parse(what, text, len, &root, err, errlen);
-  if (st != DC_OK) return st;
+  if (st != DC_OK)
+    return st;
   st = check_shape(what, root, &nranks, &naddrs, err, errlen);
   dc_hostfile hf = {nranks, naddrs, NULL};
   if (st == DC_OK) {
     hf.addrs = calloc((size_t)nranks * naddrs, sizeof *hf.addrs);
-    if (!hf.addrs) set_err(err, errlen, "%s: out of memory", what);
+    if (!hf.addrs)
+      set_err(err, errlen, "%s: out of memory", what);
     st = hf.addrs ? fill(what, root, &hf, err, errlen) : DC_ERR_NOMEM;
   }
   dc_json_delete(root);
-  if (st == DC_OK) st = check_distinct(what, &hf, err, errlen);
+  if (st == DC_OK)
+    st = check_distinct(what, &hf, err, errlen);
   if (st != DC_OK) {
     free(hf.addrs);
     return st;
@@ -416,10 +460,13 @@ static dc_status read_all(int fd, char **buf, size_t *len) {
   size_t cap = 4096, n = 0;
   char *p = malloc(cap);
   for (;;) {
-    if (!p) return DC_ERR_NOMEM;
+    if (!p)
+      return DC_ERR_NOMEM;
     ssize_t got = read(fd, p + n, cap - n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) break;
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      break;
     n += (size_t)got;
     if (got == 0 || n > HF_MAX_BYTES) {
       *buf = p;
@@ -428,7 +475,8 @@ static dc_status read_all(int fd, char **buf, size_t *len) {
     }
     if (n == cap) {
       char *bigger = realloc(p, cap *= 2);
-      if (!bigger) free(p);
+      if (!bigger)
+        free(p);
       p = bigger;
     }
   }
@@ -445,9 +493,12 @@ dc_status dc_config_read(const char *what, const char *path, char **text,
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   dc_status st = fd < 0 ? DC_ERR_SYSTEM : read_all(fd, text, len);
   int saved = errno;
-  if (fd >= 0) close(fd);
-  if (st == DC_ERR_NOMEM) set_err(err, errlen, "%s: out of memory", what);
-  if (st == DC_ERR_SYSTEM) set_err(err, errlen, "%s: %s", what, strerror(saved));
+  if (fd >= 0)
+    close(fd);
+  if (st == DC_ERR_NOMEM)
+    set_err(err, errlen, "%s: out of memory", what);
+  if (st == DC_ERR_SYSTEM)
+    set_err(err, errlen, "%s: %s", what, strerror(saved));
   return st == DC_OK || st == DC_ERR_NOMEM ? st : DC_ERR_CONFIG;
 }
 
@@ -469,14 +520,16 @@ dc_status dc_hostfile_load(const char *path, dc_hostfile *out, char *err,
   memset(out, 0, sizeof *out);
   dc_config_name(what, sizeof what, "MLX_HOSTFILE", path);
   dc_status st = dc_config_read(what, path, &text, &len, err, errlen);
-  if (st != DC_OK) return st;
+  if (st != DC_OK)
+    return st;
   st = parse_named(what, text, len, out, err, errlen);
   free(text);
   return st;
 }
 
 void dc_hostfile_free(dc_hostfile *hf) {
-  if (!hf) return;
+  if (!hf)
+    return;
   free(hf->addrs);
   memset(hf, 0, sizeof *hf);
 }
@@ -487,7 +540,8 @@ dc_status dc_env_parse_int(const char *name, const char *value, long *out,
                            char *err, size_t errlen) {
   char q[96];
   long v;
-  if (!name) name = "value";
+  if (!name)
+    name = "value";
   if (!out) {
     set_err(err, errlen, "%s: no output given", name);
     return DC_ERR_INVALID;

@@ -17,7 +17,7 @@
 typedef struct dc_addr {
   struct sockaddr_storage sa; /* numeric address, port set */
   socklen_t salen;
-  char text[64];              /* as written: "10.0.0.1:5000", "[::1]:5000" */
+  char text[64]; /* as written: "10.0.0.1:5000", "[::1]:5000" */
 } dc_addr;
 
 /* Addresses per rank: each is a listener that set-up polls and a ring of
@@ -26,8 +26,8 @@ typedef struct dc_addr {
 
 typedef struct dc_hostfile {
   int nranks;
-  int naddrs;      /* addresses per rank (same for every rank) */
-  dc_addr *addrs;  /* nranks * naddrs; rank r's i-th at [r * naddrs + i] */
+  int naddrs;     /* addresses per rank (same for every rank) */
+  dc_addr *addrs; /* nranks * naddrs; rank r's i-th at [r * naddrs + i] */
 } dc_hostfile;
 
 /* Parse "ip:port" / "[ipv6]:port" (numeric only; port 1..65535; port 0 only
@@ -49,9 +49,9 @@ dc_status dc_hostfile_load(const char *path, dc_hostfile *out, char *err,
 
 void dc_hostfile_free(dc_hostfile *hf);
 
-/* A configuration file's whole text (malloc'd, not NUL-terminated; reading stops a
- * little past 16 MiB, which the parsers refuse). Errors name `what`, e.g. "MLX_HOSTFILE
- * /x/h.json: No such file or directory". */
+/* A configuration file's whole text (malloc'd, not NUL-terminated; reading
+ * stops a little past 16 MiB, which the parsers refuse). Errors name `what`,
+ * e.g. "MLX_HOSTFILE /x/h.json: No such file or directory". */
 dc_status dc_config_read(const char *what, const char *path, char **text,
                          size_t *len, char *err, size_t errlen);
 

@@ -9,8 +9,8 @@ const char *dc_version(void) { return DISTCOMM_VERSION_STRING; }
 
 const char *dc_strerror(dc_status status) {
   switch (status) {
-#define DC_STATUS_TEXT_(name, value, text) \
-  case DC_##name:                          \
+#define DC_STATUS_TEXT_(name, value, text)                                     \
+  case DC_##name:                                                              \
     return text;
     DC_STATUS_MAP(DC_STATUS_TEXT_)
 #undef DC_STATUS_TEXT_
@@ -20,8 +20,8 @@ const char *dc_strerror(dc_status status) {
 
 const char *dc_status_name(dc_status status) {
   switch (status) {
-#define DC_STATUS_NAME_(name, value, text) \
-  case DC_##name:                          \
+#define DC_STATUS_NAME_(name, value, text)                                     \
+  case DC_##name:                                                              \
     return #name;
     DC_STATUS_MAP(DC_STATUS_NAME_)
 #undef DC_STATUS_NAME_
@@ -39,8 +39,8 @@ static int poisons(dc_status st) {
 dc_status dc_vfail(dc_group *g, dc_status st, const char *fmt, va_list ap) {
   if (g->failed != DC_OK)
     return g->failed; /* keep the first failure's detail */
-  int n = snprintf(g->err, sizeof g->err, "%s: ",
-                   g->op_name ? g->op_name : "distcomm");
+  int n = snprintf(g->err, sizeof g->err,
+                   "%s: ", g->op_name ? g->op_name : "distcomm");
   if (n < 0 || (size_t)n >= sizeof g->err)
     n = 0;
   vsnprintf(g->err + n, sizeof g->err - (size_t)n, fmt, ap);
@@ -61,8 +61,8 @@ dc_status dc_fail(dc_group *g, dc_status st, const char *fmt, ...) {
   return st;
 }
 
-dc_status dc_fail_as(dc_group *g, const char *op, dc_status st,
-                     const char *fmt, ...) {
+dc_status dc_fail_as(dc_group *g, const char *op, dc_status st, const char *fmt,
+                     ...) {
   va_list ap;
   va_start(ap, fmt);
   g->op_name = op;

@@ -72,8 +72,8 @@ static dc_status check_buf(dc_group *g, const void *buf, const char *what,
   if ((unsigned)dtype >= DC_DTYPE_COUNT)
     return dc_fail(g, DC_ERR_INVALID, "dtype %d is not a dc_dtype", dtype);
   if (!buf && count > 0)
-    return dc_fail(g, DC_ERR_INVALID, "%s buffer is NULL with count %zu",
-                   what, count);
+    return dc_fail(g, DC_ERR_INVALID, "%s buffer is NULL with count %zu", what,
+                   count);
   if (count > SIZE_MAX / dc_dtype_size(dtype) / (size_t)g->size)
     return dc_fail(g, DC_ERR_INVALID, "count %zu overflows size_t", count);
   return DC_OK;
@@ -104,11 +104,11 @@ static void copy(void *dst, const void *src, size_t bytes) {
     memmove(dst, src, bytes);
 }
 
-#define TRY(call)              \
-  do {                         \
-    dc_status try_st_ = call;  \
-    if (try_st_ != DC_OK)      \
-      return try_st_;          \
+#define TRY(call)                                                              \
+  do {                                                                         \
+    dc_status try_st_ = call;                                                  \
+    if (try_st_ != DC_OK)                                                      \
+      return try_st_;                                                          \
   } while (0)
 
 static const char *reduce_name(dc_op op) {
@@ -136,8 +136,8 @@ static dc_status prologue(dc_group *g, const char *name, const void *send,
   return DC_OK;
 }
 
-dc_status dc_all_reduce(dc_group *g, const void *send, void *recv,
-                        size_t count, dc_dtype dtype, dc_op op) {
+dc_status dc_all_reduce(dc_group *g, const void *send, void *recv, size_t count,
+                        dc_dtype dtype, dc_op op) {
   int done;
   TRY(prologue(g, reduce_name(op), send, recv, count, dtype, (int)op, &done));
   return done ? DC_OK : g->ops->all_reduce(g, send, recv, count, dtype, op);
@@ -156,8 +156,8 @@ dc_status dc_all_min(dc_group *g, const void *s, void *r, size_t n,
   return dc_all_reduce(g, s, r, n, t, DC_MIN);
 }
 
-dc_status dc_all_gather(dc_group *g, const void *send, void *recv,
-                        size_t count, dc_dtype dtype) {
+dc_status dc_all_gather(dc_group *g, const void *send, void *recv, size_t count,
+                        dc_dtype dtype) {
   int done;
   TRY(prologue(g, "all_gather", send, recv, count, dtype, -1, &done));
   return done ? DC_OK : g->ops->all_gather(g, send, recv, count, dtype);
@@ -166,10 +166,9 @@ dc_status dc_all_gather(dc_group *g, const void *send, void *recv,
 dc_status dc_reduce_scatter(dc_group *g, const void *send, void *recv,
                             size_t count, dc_dtype dtype, dc_op op) {
   int done;
-  TRY(prologue(g, op == DC_SUM ? "sum_scatter" : "reduce_scatter", send,
-               recv, count, dtype, (int)op, &done));
-  return done ? DC_OK
-              : g->ops->reduce_scatter(g, send, recv, count, dtype, op);
+  TRY(prologue(g, op == DC_SUM ? "sum_scatter" : "reduce_scatter", send, recv,
+               count, dtype, (int)op, &done));
+  return done ? DC_OK : g->ops->reduce_scatter(g, send, recv, count, dtype, op);
 }
 
 dc_status dc_sum_scatter(dc_group *g, const void *s, void *r, size_t n,
@@ -222,9 +221,8 @@ dc_status dc_barrier(dc_group *g) {
 
 /* What the rooted ops share: the root, the buffer this rank uses, and the
  * sequence number. */
-static dc_status rooted_prologue(dc_group *g, const char *name,
-                                 const void *buf, size_t count,
-                                 dc_dtype dtype, int root) {
+static dc_status rooted_prologue(dc_group *g, const char *name, const void *buf,
+                                 size_t count, dc_dtype dtype, int root) {
   TRY(dc_enter(g, name));
   TRY(check_buf(g, buf, "buffer", count, dtype));
   TRY(check_peer(g, root, "root", 1));
@@ -232,8 +230,8 @@ static dc_status rooted_prologue(dc_group *g, const char *name,
   return DC_OK;
 }
 
-dc_status dc_all_to_all(dc_group *g, const void *send, void *recv,
-                        size_t count, dc_dtype dtype) {
+dc_status dc_all_to_all(dc_group *g, const void *send, void *recv, size_t count,
+                        dc_dtype dtype) {
   TRY(dc_enter(g, "all_to_all"));
   TRY(check_buf(g, send, "send", count, dtype));
   TRY(check_buf(g, recv, "recv", count, dtype));
@@ -312,8 +310,8 @@ dc_status dc_scatter(dc_group *g, const void *send, void *recv, size_t count,
   return g->ops->scatter(g, send, recv, count, dtype, root);
 }
 
-dc_status dc_reduce_to(dc_group *g, const void *send, void *recv,
-                       size_t count, dc_dtype dtype, dc_op op, int root) {
+dc_status dc_reduce_to(dc_group *g, const void *send, void *recv, size_t count,
+                       dc_dtype dtype, dc_op op, int root) {
   TRY(dc_enter(g, "reduce_to"));
   TRY(check_op(g, dtype, op));
   TRY(rooted_prologue(g, "reduce_to", send, count, dtype, root));

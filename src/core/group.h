@@ -2,7 +2,8 @@
  *
  * A backend is a table of functions; callers never touch it: the public
  * dc_* calls in group.c check arguments, refuse poisoned groups, then forward
- * to the table. Backends set the detail with dc_fail() and return its status. */
+ * to the table. Backends set the detail with dc_fail() and return its status.
+ */
 #ifndef DC_CORE_GROUP_H
 #define DC_CORE_GROUP_H
 
@@ -21,12 +22,12 @@ typedef struct dc_backend_ops {
                           size_t count, dc_dtype dtype);
   dc_status (*reduce_scatter)(dc_group *g, const void *send, void *recv,
                               size_t count, dc_dtype dtype, dc_op op);
-  dc_status (*send)(dc_group *g, const void *buf, size_t count,
-                    dc_dtype dtype, int dst);
+  dc_status (*send)(dc_group *g, const void *buf, size_t count, dc_dtype dtype,
+                    int dst);
   dc_status (*recv)(dc_group *g, void *buf, size_t count, dc_dtype dtype,
                     int src);
-  dc_status (*broadcast)(dc_group *g, void *buf, size_t count,
-                         dc_dtype dtype, int root);
+  dc_status (*broadcast)(dc_group *g, void *buf, size_t count, dc_dtype dtype,
+                         int root);
   dc_status (*barrier)(dc_group *g);
   /* Counts and offsets in elements; all_to_all has them equal. */
   dc_status (*all_to_allv)(dc_group *g, const void *send, const size_t *scnt,
@@ -36,8 +37,8 @@ typedef struct dc_backend_ops {
                           size_t count, dc_dtype dtype);
   dc_status (*gather)(dc_group *g, const void *send, void *recv, size_t count,
                       dc_dtype dtype, int root);
-  dc_status (*scatter)(dc_group *g, const void *send, void *recv,
-                       size_t count, dc_dtype dtype, int root);
+  dc_status (*scatter)(dc_group *g, const void *send, void *recv, size_t count,
+                       dc_dtype dtype, int root);
   dc_status (*reduce_to)(dc_group *g, const void *send, void *recv,
                          size_t count, dc_dtype dtype, dc_op op, int root);
   /* Members of one color already chosen and ordered by group.c: ranks[i] is
@@ -55,19 +56,19 @@ typedef struct dc_backend_ops {
 
 struct dc_group {
   const dc_backend_ops *ops;
-  void *impl;          /* backend state */
+  void *impl; /* backend state */
   int rank, size;
-  int refs;            /* references handed out (world group: dc_init calls) */
+  int refs; /* references handed out (world group: dc_init calls) */
   int is_world;
-  double timeout_s;    /* max seconds without progress */
+  double timeout_s;          /* max seconds without progress */
   dc_interrupt_fn interrupt; /* polled while waiting; non-zero abandons */
   void *interrupt_arg;
   int verbose;         /* log to stderr */
   dc_status failed;    /* first communication failure: the group is poisoned */
   const char *op_name; /* public name of the op in progress ("all_sum") */
   uint64_t seq;        /* collectives issued so far (frames carry it) */
-  uint64_t id;         /* group id: same on every member, differs between groups */
-  char err[512];       /* detail of the last failure */
+  uint64_t id;   /* group id: same on every member, differs between groups */
+  char err[512]; /* detail of the last failure */
   struct dc_async *async; /* non-blocking requests (src/async), or NULL */
 };
 
@@ -89,8 +90,8 @@ dc_status dc_vfail(dc_group *g, dc_status st, const char *fmt, va_list ap);
 
 /* dc_fail on behalf of a helper that is not a collective itself (e.g.
  * "average_gradients"): names it as the op. */
-dc_status dc_fail_as(dc_group *g, const char *op, dc_status st,
-                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+dc_status dc_fail_as(dc_group *g, const char *op, dc_status st, const char *fmt,
+                     ...) __attribute__((format(printf, 4, 5)));
 
 /* Record an init failure for dc_last_error(); returns st. */
 dc_status dc_init_fail(dc_status st, const char *fmt, ...)

@@ -16,9 +16,7 @@ static int group_interrupt(void *arg) {
   return g->interrupt && g->interrupt(g->interrupt_arg);
 }
 
-static double group_timeout(void *arg) {
-  return ((dc_group *)arg)->timeout_s;
-}
+static double group_timeout(void *arg) { return ((dc_group *)arg)->timeout_s; }
 
 static void group_log(void *arg, const char *fmt, va_list ap) {
   char line[512];
@@ -27,7 +25,9 @@ static void group_log(void *arg, const char *fmt, va_list ap) {
 }
 
 dc_mesh_hooks dc_group_hooks(dc_group *g) {
-  return (dc_mesh_hooks){.fail = group_fail, .interrupt = group_interrupt,
-                         .timeout = group_timeout, .log = group_log,
+  return (dc_mesh_hooks){.fail = group_fail,
+                         .interrupt = group_interrupt,
+                         .timeout = group_timeout,
+                         .log = group_log,
                          .arg = g};
 }

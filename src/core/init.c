@@ -19,8 +19,8 @@ typedef struct backend_entry {
 } backend_entry;
 
 static const backend_entry backends[] = {
-    {"mesh", dc_mesh_init, 0},       /* MLX_IBV_DEVICES + a coordinator */
-    {"jaccl", dc_mesh_init, 1},      /* MLX's name for the mesh */
+    {"mesh", dc_mesh_init, 0},  /* MLX_IBV_DEVICES + a coordinator */
+    {"jaccl", dc_mesh_init, 1}, /* MLX's name for the mesh */
     {"jaccl-ring", dc_mesh_ring_init, 1},
     {"ring", dc_ring_init, 0},       /* MLX_RANK + MLX_HOSTFILE */
     {"ring", dc_ring_coord_init, 0}, /* a coordinator + rank + size */

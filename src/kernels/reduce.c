@@ -95,15 +95,15 @@ static inline double f64_of(uint64_t u) {
  * for +0/-0, where and/or of the bits picks +0 for max and -0 for min. When
  * unordered, the NaN operand(s) are or-ed: one NaN is returned unchanged,
  * two NaNs give a NaN whatever their order. */
-#define DC_FMAXMIN(name, T, U, BITS, OF, IS_MAX)                                \
-  static inline T name(T x, T y) {                                            \
-    U ux = BITS(x), uy = BITS(y);                                             \
-    U gt = (U)0 - (U)(x > y), lt = (U)0 - (U)(x < y);                         \
-    U eq = (U)0 - (U)(x == y);                                                \
-    U nx = (U)0 - (U)(x != x), ny = (U)0 - (U)(y != y);                       \
-    U r = IS_MAX ? ((gt | nx) & ux) | ((lt | ny) & uy) | (eq & ux & uy)       \
-                 : ((lt | nx) & ux) | ((gt | ny) & uy) | (eq & (ux | uy));    \
-    return OF(r);                                                             \
+#define DC_FMAXMIN(name, T, U, BITS, OF, IS_MAX)                               \
+  static inline T name(T x, T y) {                                             \
+    U ux = BITS(x), uy = BITS(y);                                              \
+    U gt = (U)0 - (U)(x > y), lt = (U)0 - (U)(x < y);                          \
+    U eq = (U)0 - (U)(x == y);                                                 \
+    U nx = (U)0 - (U)(x != x), ny = (U)0 - (U)(y != y);                        \
+    U r = IS_MAX ? ((gt | nx) & ux) | ((lt | ny) & uy) | (eq & ux & uy)        \
+                 : ((lt | nx) & ux) | ((gt | ny) & uy) | (eq & (ux | uy));     \
+    return OF(r);                                                              \
   }
 DC_FMAXMIN(max_f32, float, uint32_t, f32_bits, f32_of, 1)
 DC_FMAXMIN(min_f32, float, uint32_t, f32_bits, f32_of, 0)
@@ -172,22 +172,22 @@ uint16_t dc_float_to_bf16(float f) { return float_to_bf16_soft(f); }
 
 /* a[i] = EXPR(x = a[i], y = b[i]). Inlined into the dispatchers below, so
  * each target clone gets its own vectorised copy. */
-#define DC_LOOP(name, T, EXPR)                                                \
-  static inline void name(T *__restrict a, const T *__restrict b, size_t n) { \
-    for (size_t i = 0; i < n; i++) {                                          \
-      T x = a[i], y = b[i];                                                   \
-      a[i] = (EXPR);                                                          \
-    }                                                                         \
+#define DC_LOOP(name, T, EXPR)                                                 \
+  static inline void name(T *__restrict a, const T *__restrict b, size_t n) {  \
+    for (size_t i = 0; i < n; i++) {                                           \
+      T x = a[i], y = b[i];                                                    \
+      a[i] = (EXPR);                                                           \
+    }                                                                          \
   }
 
 /* Integers: sum and prod in unsigned arithmetic (wraps, no UB, same bits
  * for signed); 1u * promotes 8/16-bit operands to unsigned int, not int. */
-#define DC_INT_LOOPS(S, U, T)                                                 \
-  DC_LOOP(sum_##S, U, (U)(x + y))                                             \
-  DC_LOOP(prod_##S, U, (U)(1u * x * y))                                       \
-  DC_LOOP(max_##S, T, x > y ? x : y)                                          \
-  DC_LOOP(min_##S, T, x < y ? x : y)                                          \
-  DC_LOOP(max_u##S, U, x > y ? x : y)                                         \
+#define DC_INT_LOOPS(S, U, T)                                                  \
+  DC_LOOP(sum_##S, U, (U)(x + y))                                              \
+  DC_LOOP(prod_##S, U, (U)(1u * x * y))                                        \
+  DC_LOOP(max_##S, T, x > y ? x : y)                                           \
+  DC_LOOP(min_##S, T, x < y ? x : y)                                           \
+  DC_LOOP(max_u##S, U, x > y ? x : y)                                          \
   DC_LOOP(min_u##S, U, x < y ? x : y)
 DC_INT_LOOPS(8, u8_l, i8_l)
 DC_INT_LOOPS(16, u16_l, i16_l)
@@ -199,11 +199,11 @@ DC_LOOP(or_bool, u8_l, (uint8_t)((x | y) != 0))
 DC_LOOP(and_bool, u8_l, (uint8_t)((x != 0) & (y != 0)))
 
 DC_LOOP(sum_f32, f32_l, x + y)
-DC_LOOP(prod_f32, f32_l, x * y)
+DC_LOOP(prod_f32, f32_l, x *y)
 DC_LOOP(maxl_f32, f32_l, max_f32(x, y))
 DC_LOOP(minl_f32, f32_l, min_f32(x, y))
 DC_LOOP(sum_f64, f64_l, x + y)
-DC_LOOP(prod_f64, f64_l, x * y)
+DC_LOOP(prod_f64, f64_l, x *y)
 DC_LOOP(maxl_f64, f64_l, max_f64(x, y))
 DC_LOOP(minl_f64, f64_l, min_f64(x, y))
 
@@ -223,14 +223,22 @@ static inline void prod_c64(f32_l *__restrict a, const f32_l *__restrict b,
 
 /* ---- per-dtype dispatch (the multi-versioned functions) --------------- */
 
-#define DC_INT_DISPATCH(name, S, US)                                          \
-  DC_CLONES static void name(void *a, const void *b, size_t n, dc_op op) {    \
-    switch (op) {                                                             \
-    case DC_SUM: sum_##S(a, b, n); break;                                     \
-    case DC_PROD: prod_##S(a, b, n); break;                                   \
-    case DC_MAX: max_##US(a, b, n); break;                                    \
-    default: min_##US(a, b, n); break;                                        \
-    }                                                                         \
+#define DC_INT_DISPATCH(name, S, US)                                           \
+  DC_CLONES static void name(void *a, const void *b, size_t n, dc_op op) {     \
+    switch (op) {                                                              \
+    case DC_SUM:                                                               \
+      sum_##S(a, b, n);                                                        \
+      break;                                                                   \
+    case DC_PROD:                                                              \
+      prod_##S(a, b, n);                                                       \
+      break;                                                                   \
+    case DC_MAX:                                                               \
+      max_##US(a, b, n);                                                       \
+      break;                                                                   \
+    default:                                                                   \
+      min_##US(a, b, n);                                                       \
+      break;                                                                   \
+    }                                                                          \
   }
 DC_INT_DISPATCH(reduce_i8, 8, 8)
 DC_INT_DISPATCH(reduce_i16, 16, 16)
@@ -241,8 +249,7 @@ DC_INT_DISPATCH(reduce_u16, 16, u16)
 DC_INT_DISPATCH(reduce_u32, 32, u32)
 DC_INT_DISPATCH(reduce_u64, 64, u64)
 
-DC_CLONES static void reduce_bool(void *a, const void *b, size_t n,
-                                  dc_op op) {
+DC_CLONES static void reduce_bool(void *a, const void *b, size_t n, dc_op op) {
   if (op == DC_SUM || op == DC_MAX)
     or_bool(a, b, n);
   else
@@ -251,19 +258,35 @@ DC_CLONES static void reduce_bool(void *a, const void *b, size_t n,
 
 DC_CLONES static void reduce_f32(void *a, const void *b, size_t n, dc_op op) {
   switch (op) {
-  case DC_SUM: sum_f32(a, b, n); break;
-  case DC_PROD: prod_f32(a, b, n); break;
-  case DC_MAX: maxl_f32(a, b, n); break;
-  default: minl_f32(a, b, n); break;
+  case DC_SUM:
+    sum_f32(a, b, n);
+    break;
+  case DC_PROD:
+    prod_f32(a, b, n);
+    break;
+  case DC_MAX:
+    maxl_f32(a, b, n);
+    break;
+  default:
+    minl_f32(a, b, n);
+    break;
   }
 }
 
 DC_CLONES static void reduce_f64(void *a, const void *b, size_t n, dc_op op) {
   switch (op) {
-  case DC_SUM: sum_f64(a, b, n); break;
-  case DC_PROD: prod_f64(a, b, n); break;
-  case DC_MAX: maxl_f64(a, b, n); break;
-  default: minl_f64(a, b, n); break;
+  case DC_SUM:
+    sum_f64(a, b, n);
+    break;
+  case DC_PROD:
+    prod_f64(a, b, n);
+    break;
+  case DC_MAX:
+    maxl_f64(a, b, n);
+    break;
+  default:
+    minl_f64(a, b, n);
+    break;
   }
 }
 
@@ -278,19 +301,27 @@ DC_CLONES static void reduce_c64(void *a, const void *b, size_t n, dc_op op) {
 /* ---- float16 / bfloat16: widen, reduce in float32, round back --------- */
 
 /* One pass, no temporaries: a[i] = narrow(widen(a[i]) op widen(b[i])). */
-#define DC_LOWP_LOOPS(P, WIDEN, NARROW)                                       \
-  DC_LOOP(sum_##P, u16_l, NARROW(WIDEN(x) + WIDEN(y)))                        \
-  DC_LOOP(prod_##P, u16_l, NARROW(WIDEN(x) * WIDEN(y)))                       \
-  DC_LOOP(max_##P, u16_l, NARROW(max_f32(WIDEN(x), WIDEN(y))))                \
-  DC_LOOP(min_##P, u16_l, NARROW(min_f32(WIDEN(x), WIDEN(y))))                \
-  static inline void reduce_fused_##P(void *a, const void *b, size_t n,       \
-                                      dc_op op) {                             \
-    switch (op) {                                                             \
-    case DC_SUM: sum_##P(a, b, n); break;                                     \
-    case DC_PROD: prod_##P(a, b, n); break;                                   \
-    case DC_MAX: max_##P(a, b, n); break;                                     \
-    default: min_##P(a, b, n); break;                                         \
-    }                                                                         \
+#define DC_LOWP_LOOPS(P, WIDEN, NARROW)                                        \
+  DC_LOOP(sum_##P, u16_l, NARROW(WIDEN(x) + WIDEN(y)))                         \
+  DC_LOOP(prod_##P, u16_l, NARROW(WIDEN(x) * WIDEN(y)))                        \
+  DC_LOOP(max_##P, u16_l, NARROW(max_f32(WIDEN(x), WIDEN(y))))                 \
+  DC_LOOP(min_##P, u16_l, NARROW(min_f32(WIDEN(x), WIDEN(y))))                 \
+  static inline void reduce_fused_##P(void *a, const void *b, size_t n,        \
+                                      dc_op op) {                              \
+    switch (op) {                                                              \
+    case DC_SUM:                                                               \
+      sum_##P(a, b, n);                                                        \
+      break;                                                                   \
+    case DC_PROD:                                                              \
+      prod_##P(a, b, n);                                                       \
+      break;                                                                   \
+    case DC_MAX:                                                               \
+      max_##P(a, b, n);                                                        \
+      break;                                                                   \
+    default:                                                                   \
+      min_##P(a, b, n);                                                        \
+      break;                                                                   \
+    }                                                                          \
   }
 DC_LOWP_LOOPS(bf16, bf16_to_float_soft, float_to_bf16_soft)
 DC_LOWP_LOOPS(hsoft, half_to_float_soft, float_to_half_soft)
@@ -311,8 +342,7 @@ DC_CLONES static void reduce_half_soft(void *a, const void *b, size_t n,
  * registers. Hand-written because GCC 12 does not vectorise _Float16
  * conversions and its bfloat16 code is about twice as long as this.
  * max/min repeat max_f32/min_f32 on vectors (same bits, see DC_FMAXMIN). */
-DC_AVX2_TARGET static inline __m256 v8_maxmin(__m256 x, __m256 y,
-                                              int is_max) {
+DC_AVX2_TARGET static inline __m256 v8_maxmin(__m256 x, __m256 y, int is_max) {
   __m256 gt = _mm256_cmp_ps(x, y, _CMP_GT_OQ);
   __m256 lt = _mm256_cmp_ps(x, y, _CMP_LT_OQ);
   __m256 eq = _mm256_cmp_ps(x, y, _CMP_EQ_OQ);
@@ -326,10 +356,14 @@ DC_AVX2_TARGET static inline __m256 v8_maxmin(__m256 x, __m256 y,
 
 DC_AVX2_TARGET static inline __m256 v8_op(__m256 x, __m256 y, dc_op op) {
   switch (op) {
-  case DC_SUM: return _mm256_add_ps(x, y);
-  case DC_PROD: return _mm256_mul_ps(x, y);
-  case DC_MAX: return v8_maxmin(x, y, 1);
-  default: return v8_maxmin(x, y, 0);
+  case DC_SUM:
+    return _mm256_add_ps(x, y);
+  case DC_PROD:
+    return _mm256_mul_ps(x, y);
+  case DC_MAX:
+    return v8_maxmin(x, y, 1);
+  default:
+    return v8_maxmin(x, y, 0);
   }
 }
 
@@ -373,34 +407,41 @@ bf16_step16(const void *a, const void *b, void *out, dc_op op) {
 /* a[0..n) = a op b, W elements per STEP. Always inlined with a constant op,
  * so each copy has a straight-line body. The tail goes through zero-padded
  * copies. */
-#define DC_V_LOOP(name, W, STEP)                                              \
-  DC_AVX2_TARGET __attribute__((always_inline)) static inline void name(      \
-      u16_l *a, const u16_l *b, size_t n, dc_op op) {                         \
-    size_t i = 0;                                                             \
-    for (; i + (W) <= n; i += (W))                                            \
-      STEP((const void *)(a + i), (const void *)(b + i), (void *)(a + i),     \
-           op);                                                               \
-    if (i < n) {                                                              \
-      uint16_t ta[W] = {0}, tb[W] = {0};                                      \
-      size_t bytes = (n - i) * sizeof ta[0];                                  \
-      memcpy(ta, (const void *)(a + i), bytes);                               \
-      memcpy(tb, (const void *)(b + i), bytes);                               \
-      STEP(ta, tb, ta, op);                                                   \
-      memcpy((void *)(a + i), ta, bytes);                                     \
-    }                                                                         \
+#define DC_V_LOOP(name, W, STEP)                                               \
+  DC_AVX2_TARGET __attribute__((always_inline)) static inline void name(       \
+      u16_l *a, const u16_l *b, size_t n, dc_op op) {                          \
+    size_t i = 0;                                                              \
+    for (; i + (W) <= n; i += (W))                                             \
+      STEP((const void *)(a + i), (const void *)(b + i), (void *)(a + i), op); \
+    if (i < n) {                                                               \
+      uint16_t ta[W] = {0}, tb[W] = {0};                                       \
+      size_t bytes = (n - i) * sizeof ta[0];                                   \
+      memcpy(ta, (const void *)(a + i), bytes);                                \
+      memcpy(tb, (const void *)(b + i), bytes);                                \
+      STEP(ta, tb, ta, op);                                                    \
+      memcpy((void *)(a + i), ta, bytes);                                      \
+    }                                                                          \
   }
 DC_V_LOOP(half_loop, 8, half_step8)
 DC_V_LOOP(bf16_loop, 16, bf16_step16)
 
-#define DC_V_DISPATCH(name, LOOP)                                             \
-  DC_AVX2_TARGET static void name(void *a, const void *b, size_t n,           \
-                                  dc_op op) {                                 \
-    switch (op) {                                                             \
-    case DC_SUM: LOOP(a, b, n, DC_SUM); break;                                \
-    case DC_PROD: LOOP(a, b, n, DC_PROD); break;                              \
-    case DC_MAX: LOOP(a, b, n, DC_MAX); break;                                \
-    default: LOOP(a, b, n, DC_MIN); break;                                    \
-    }                                                                         \
+#define DC_V_DISPATCH(name, LOOP)                                              \
+  DC_AVX2_TARGET static void name(void *a, const void *b, size_t n,            \
+                                  dc_op op) {                                  \
+    switch (op) {                                                              \
+    case DC_SUM:                                                               \
+      LOOP(a, b, n, DC_SUM);                                                   \
+      break;                                                                   \
+    case DC_PROD:                                                              \
+      LOOP(a, b, n, DC_PROD);                                                  \
+      break;                                                                   \
+    case DC_MAX:                                                               \
+      LOOP(a, b, n, DC_MAX);                                                   \
+      break;                                                                   \
+    default:                                                                   \
+      LOOP(a, b, n, DC_MIN);                                                   \
+      break;                                                                   \
+    }                                                                          \
   }
 DC_V_DISPATCH(reduce_half_avx2, half_loop)
 DC_V_DISPATCH(reduce_bf16_avx2, bf16_loop)
@@ -453,19 +494,19 @@ static void reduce_bf16(void *a, const void *b, size_t n, dc_op op) {
 typedef void (*dc_kernel)(void *a, const void *b, size_t n, dc_op op);
 
 static const dc_kernel kernels[DC_DTYPE_COUNT] = {
-    [DC_BOOL] = reduce_bool,       [DC_INT8] = reduce_i8,
-    [DC_INT16] = reduce_i16,       [DC_INT32] = reduce_i32,
-    [DC_INT64] = reduce_i64,       [DC_UINT8] = reduce_u8,
-    [DC_UINT16] = reduce_u16,      [DC_UINT32] = reduce_u32,
-    [DC_UINT64] = reduce_u64,      [DC_FLOAT16] = reduce_half,
-    [DC_BFLOAT16] = reduce_bf16,   [DC_FLOAT32] = reduce_f32,
-    [DC_FLOAT64] = reduce_f64,     [DC_COMPLEX64] = reduce_c64,
+    [DC_BOOL] = reduce_bool,     [DC_INT8] = reduce_i8,
+    [DC_INT16] = reduce_i16,     [DC_INT32] = reduce_i32,
+    [DC_INT64] = reduce_i64,     [DC_UINT8] = reduce_u8,
+    [DC_UINT16] = reduce_u16,    [DC_UINT32] = reduce_u32,
+    [DC_UINT64] = reduce_u64,    [DC_FLOAT16] = reduce_half,
+    [DC_BFLOAT16] = reduce_bf16, [DC_FLOAT32] = reduce_f32,
+    [DC_FLOAT64] = reduce_f64,   [DC_COMPLEX64] = reduce_c64,
 };
 
 static const unsigned char elem_size[DC_DTYPE_COUNT] = {
-    [DC_BOOL] = 1,    [DC_INT8] = 1,    [DC_INT16] = 2,    [DC_INT32] = 4,
-    [DC_INT64] = 8,   [DC_UINT8] = 1,   [DC_UINT16] = 2,   [DC_UINT32] = 4,
-    [DC_UINT64] = 8,  [DC_FLOAT16] = 2, [DC_BFLOAT16] = 2, [DC_FLOAT32] = 4,
+    [DC_BOOL] = 1,    [DC_INT8] = 1,      [DC_INT16] = 2,    [DC_INT32] = 4,
+    [DC_INT64] = 8,   [DC_UINT8] = 1,     [DC_UINT16] = 2,   [DC_UINT32] = 4,
+    [DC_UINT64] = 8,  [DC_FLOAT16] = 2,   [DC_BFLOAT16] = 2, [DC_FLOAT32] = 4,
     [DC_FLOAT64] = 8, [DC_COMPLEX64] = 8,
 };
 

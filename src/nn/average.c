@@ -67,14 +67,30 @@ static void divide(void *data, size_t count, dc_dtype dtype, int n) {
   switch (dtype) {
   case DC_BOOL:
     break;
-  case DC_INT8: DIVIDE_INT(int8_t, long long); break;
-  case DC_INT16: DIVIDE_INT(int16_t, long long); break;
-  case DC_INT32: DIVIDE_INT(int32_t, long long); break;
-  case DC_INT64: DIVIDE_INT(int64_t, long long); break;
-  case DC_UINT8: DIVIDE_INT(uint8_t, unsigned long long); break;
-  case DC_UINT16: DIVIDE_INT(uint16_t, unsigned long long); break;
-  case DC_UINT32: DIVIDE_INT(uint32_t, unsigned long long); break;
-  case DC_UINT64: DIVIDE_INT(uint64_t, unsigned long long); break;
+  case DC_INT8:
+    DIVIDE_INT(int8_t, long long);
+    break;
+  case DC_INT16:
+    DIVIDE_INT(int16_t, long long);
+    break;
+  case DC_INT32:
+    DIVIDE_INT(int32_t, long long);
+    break;
+  case DC_INT64:
+    DIVIDE_INT(int64_t, long long);
+    break;
+  case DC_UINT8:
+    DIVIDE_INT(uint8_t, unsigned long long);
+    break;
+  case DC_UINT16:
+    DIVIDE_INT(uint16_t, unsigned long long);
+    break;
+  case DC_UINT32:
+    DIVIDE_INT(uint32_t, unsigned long long);
+    break;
+  case DC_UINT64:
+    DIVIDE_INT(uint64_t, unsigned long long);
+    break;
   case DC_FLOAT16: {
     uint16_t *p = data;
     float s = 1.0f / (float)n;
@@ -294,8 +310,8 @@ static void avg_free(dc_grad_average *av) {
   free(av);
 }
 
-dc_status dc_average_gradients_start(dc_group *g, dc_tensor *tensors,
-                                     size_t n, long long all_reduce_size,
+dc_status dc_average_gradients_start(dc_group *g, dc_tensor *tensors, size_t n,
+                                     long long all_reduce_size,
                                      dc_grad_average **avg) {
   if (avg)
     *avg = NULL;
@@ -330,8 +346,8 @@ static void issue_ready(dc_grad_average *av) {
     if (av->size > 1) {
       pack(u, av->t, av->stage);
       void *buf = unit_buf(u, av->t, av->stage);
-      av->failed = dc_iall_sum(av->g, buf, buf, unit_count(u), u->dtype,
-                               &u->req);
+      av->failed =
+          dc_iall_sum(av->g, buf, buf, unit_count(u), u->dtype, &u->req);
     }
     av->next++;
   }

@@ -15,16 +15,16 @@
 #include "transport/handshake.h"
 #include "transport/sock.h"
 
-#define PENDING_MAX 32    /* handshakes in flight */
-#define HELLO_SECONDS 5.0 /* from accept to the last handshake byte */
+#define PENDING_MAX 32      /* handshakes in flight */
+#define HELLO_SECONDS 5.0   /* from accept to the last handshake byte */
 #define CROWDED_SECONDS 0.5 /* when all are in flight, older ones give way */
 #define LISTEN_MAX DC_HOSTFILE_MAX_ADDRS /* every address a listener */
 
 typedef struct pending {
   int fd, listener;
-  int proving;    /* the hello was good: waiting for the token proof */
-  double since;   /* accepted at (dc_now) */
-  size_t have;    /* bytes of the hello or proof read so far */
+  int proving;  /* the hello was good: waiting for the token proof */
+  double since; /* accepted at (dc_now) */
+  size_t have;  /* bytes of the hello or proof read so far */
   unsigned char buf[DC_HELLO_BYTES];
   dc_hello h;
   dc_auth_bind bind;
@@ -35,8 +35,8 @@ typedef struct acceptor {
   dc_tcp *t;
   const dc_mesh_plan *p;
   const dc_auth *auth;
-  int want;            /* connections still expected */
-  char refused[256];   /* the last refusal, for a timeout message */
+  int want;          /* connections still expected */
+  char refused[256]; /* the last refusal, for a timeout message */
   pending q[PENDING_MAX];
 } acceptor;
 
@@ -66,7 +66,8 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
   if (h->size != (uint32_t)p->size)
     return DC_REFUSE_SIZE;
   if (h->rank >= (uint32_t)p->size || !dc_plan_accepts(p, (int)h->rank) ||
-      h->lane >= lanes || dc_plan_listener(p, (int)h->rank, (int)h->lane) != l ||
+      h->lane >= lanes ||
+      dc_plan_listener(p, (int)h->rank, (int)h->lane) != l ||
       dc_tcp_connected(A->t, (int)h->rank, (int)h->lane))
     return DC_REFUSE_RANK;
   if (!A->auth->on && !dc_plan_source_ok(p, (int)h->rank, fd))
@@ -86,8 +87,11 @@ static int join(acceptor *A, pending *pd) {
                 dc_plan_addr(p, (int)h->rank, (int)h->lane)->text);
   dc_tcp_seal(A->t, (int)h->rank, (int)h->lane, seal);
   dc_tcp_log(A->t, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
-         pd->from, A->auth->secure ? " (job token proven, frames "
-         "authenticated)" : A->auth->on ? " (job token proven)" : "");
+             pd->from,
+             A->auth->secure ? " (job token proven, frames "
+                               "authenticated)"
+             : A->auth->on   ? " (job token proven)"
+                             : "");
   pd->fd = -1;
   A->want--;
   return 1;
@@ -102,12 +106,16 @@ static int answer(acceptor *A, pending *pd) {
   size_t n = DC_HELLO_BYTES;
   dc_hello_encode(&r, b);
   if (A->auth->on) {
-    pd->bind = (dc_auth_bind){.job = p->job, .group = p->group,
+    pd->bind = (dc_auth_bind){.job = p->job,
+                              .group = p->group,
                               .connector = pd->h.rank,
                               .acceptor = (uint32_t)p->rank,
-                              .size = (uint32_t)p->size, .lane = pd->h.lane,
-                              .host_c = pd->h.host, .host_a = r.host,
-                              .flags_c = pd->h.flags, .flags_a = r.flags};
+                              .size = (uint32_t)p->size,
+                              .lane = pd->h.lane,
+                              .host_c = pd->h.host,
+                              .host_a = r.host,
+                              .flags_c = pd->h.flags,
+                              .flags_a = r.flags};
     memcpy(pd->bind.nonce_c, pd->h.nonce, DC_AUTH_NONCE_BYTES);
     memcpy(pd->bind.nonce_a, r.nonce, DC_AUTH_NONCE_BYTES);
     dc_auth_prove(A->auth, &pd->bind, DC_AUTH_BY_ACCEPTOR, mac);
@@ -130,8 +138,10 @@ static int hello_step(acceptor *A, pending *pd) {
   if (st == DC_ERR_AUTH)
     return refuse(A, pd, "it sent bytes that are not a distcomm hello");
   if (st != DC_OK) {
-    snprintf(why, sizeof why, "it speaks distcomm protocol version %u, this "
-             "rank %u", (unsigned)v, DC_WIRE_VERSION);
+    snprintf(why, sizeof why,
+             "it speaks distcomm protocol version %u, this "
+             "rank %u",
+             (unsigned)v, DC_WIRE_VERSION);
     return refuse(A, pd, why);
   }
   if (pd->have < DC_HELLO_BYTES)
@@ -142,8 +152,8 @@ static int hello_step(acceptor *A, pending *pd) {
   if (reason == DC_REFUSE_NONE)
     return answer(A, pd);
   /* Only why: no job id, size, host key or nonce for a stranger to reuse. */
-  dc_hello r = {.kind = DC_HELLO_REFUSED, .version = DC_WIRE_VERSION,
-                .reason = reason};
+  dc_hello r = {
+      .kind = DC_HELLO_REFUSED, .version = DC_WIRE_VERSION, .reason = reason};
   unsigned char b[DC_HELLO_BYTES];
   dc_hello_encode(&r, b);
   dc_sock_write_all(pd->fd, b, sizeof b, dc_now() + 1.0); /* best effort */
@@ -156,7 +166,8 @@ static int proof_step(acceptor *A, pending *pd) {
   unsigned char mac[DC_AUTH_PROOF_BYTES];
   if (dc_proof_decode(pd->buf, mac) != DC_OK ||
       !dc_auth_verify(A->auth, &pd->bind, DC_AUTH_BY_CONNECTOR, mac))
-    return refuse(A, pd, "it did not prove the job token (wrong "
+    return refuse(A, pd,
+                  "it did not prove the job token (wrong "
                   "DISTCOMM_JOB_TOKEN: another job, or a stranger)");
   return join(A, pd);
 }
@@ -203,7 +214,8 @@ static pending *slot(acceptor *A) {
   }
   if (!old)
     return NULL;
-  refuse(A, old, "dropped to make room: too many connections at once "
+  refuse(A, old,
+         "dropped to make room: too many connections at once "
          "without a handshake");
   return old;
 }
@@ -239,7 +251,9 @@ static void expire(acceptor *A) {
       continue;
     snprintf(why, sizeof why, "it sent %s within %.0f s",
              pd->proving ? "no proof of the job token"
-             : pd->have  ? "only part of a hello" : "nothing", HELLO_SECONDS);
+             : pd->have  ? "only part of a hello"
+                         : "nothing",
+             HELLO_SECONDS);
     refuse(A, pd, why);
   }
 }
@@ -255,11 +269,12 @@ static int first_missing(const dc_tcp *t, const dc_mesh_plan *p) {
 static dc_status timed_out(const acceptor *A, char *err, size_t errlen) {
   const dc_mesh_plan *p = A->p;
   int q = first_missing(A->t, p);
-  snprintf(err, errlen, "rank %d timed out after %.0f s waiting for rank %d "
-           "(%s) to connect: is rank %d running?%s%s%s", p->rank,
-           dc_tcp_timeout(A->t), q, dc_plan_addr(p, q, 0)->text, q,
-           A->refused[0] ? " (the last connection refused: " : "",
-           A->refused, A->refused[0] ? ")" : "");
+  snprintf(err, errlen,
+           "rank %d timed out after %.0f s waiting for rank %d "
+           "(%s) to connect: is rank %d running?%s%s%s",
+           p->rank, dc_tcp_timeout(A->t), q, dc_plan_addr(p, q, 0)->text, q,
+           A->refused[0] ? " (the last connection refused: " : "", A->refused,
+           A->refused[0] ? ")" : "");
   return DC_ERR_TIMEOUT;
 }
 
@@ -285,8 +300,8 @@ static void round_once(acceptor *A, int nl, double left) {
 }
 
 dc_status dc_mesh_accept_all(dc_tcp *t, const dc_mesh_plan *p,
-                          const dc_auth *auth, double deadline, char *err,
-                          size_t errlen) {
+                             const dc_auth *auth, double deadline, char *err,
+                             size_t errlen) {
   acceptor A = {.t = t, .p = p, .auth = auth};
   for (int i = 0; i < PENDING_MAX; i++)
     A.q[i].fd = -1;

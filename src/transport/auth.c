@@ -90,9 +90,10 @@ static void load_sodium(void) {
     return;
   }
   if (ps.size() > POLY_STATE_MAX) {
-    snprintf(load_error, sizeof load_error, "its Poly1305 state is %zu "
-             "bytes, more than the %d this library has room for", ps.size(),
-             POLY_STATE_MAX);
+    snprintf(load_error, sizeof load_error,
+             "its Poly1305 state is %zu "
+             "bytes, more than the %d this library has room for",
+             ps.size(), POLY_STATE_MAX);
     dlclose(lib);
     return;
   }
@@ -120,15 +121,18 @@ dc_status dc_auth_from_token(const char *token, dc_auth *a, char *err,
     return DC_OK;
   size_t len = strlen(token);
   if (len < DC_AUTH_TOKEN_MIN) {
-    snprintf(err, errlen, "DISTCOMM_JOB_TOKEN is too short (%zu characters; "
-             "use at least %d random ones, or unset it)", len,
-             DC_AUTH_TOKEN_MIN);
+    snprintf(err, errlen,
+             "DISTCOMM_JOB_TOKEN is too short (%zu characters; "
+             "use at least %d random ones, or unset it)",
+             len, DC_AUTH_TOKEN_MIN);
     return DC_ERR_CONFIG;
   }
   pthread_once(&load_once, load_sodium);
   if (!na.hash) {
-    snprintf(err, errlen, "DISTCOMM_JOB_TOKEN is set, and checking it needs "
-             "libsodium (apt-get install libsodium23): %s", load_error);
+    snprintf(err, errlen,
+             "DISTCOMM_JOB_TOKEN is set, and checking it needs "
+             "libsodium (apt-get install libsodium23): %s",
+             load_error);
     return DC_ERR_UNAVAILABLE;
   }
   /* The key is the token hashed under a label of ours, so the MAC key is
@@ -162,8 +166,8 @@ static struct {
 
 /* DISTCOMM_JOB_TOKEN_FILE's first line into tok: the file must be ours
  * and unreadable by others, as an ssh key must. */
-static dc_status token_file(const char *path, char *tok, size_t cap,
-                            char *err, size_t errlen) {
+static dc_status token_file(const char *path, char *tok, size_t cap, char *err,
+                            size_t errlen) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   ssize_t n = -1;
@@ -212,16 +216,20 @@ static dc_status read_secure(dc_auth *a, char *err, size_t errlen) {
   if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off"))
     return DC_OK;
   if (strcmp(v, "1") != 0 && strcmp(v, "auth") != 0) {
-    snprintf(err, errlen, "DISTCOMM_SECURE=%.40s: use 0 (frames not "
+    snprintf(err, errlen,
+             "DISTCOMM_SECURE=%.40s: use 0 (frames not "
              "authenticated) or 1 / auth (every frame on TCP carries a "
-             "MAC; nothing is encrypted)", v);
+             "MAC; nothing is encrypted)",
+             v);
     return DC_ERR_CONFIG;
   }
   if (!a->on) {
-    snprintf(err, errlen, "DISTCOMM_SECURE=%s needs a job token (the MAC "
+    snprintf(err, errlen,
+             "DISTCOMM_SECURE=%s needs a job token (the MAC "
              "keys come from it): start the ranks through distcomm-launch, "
              "or set DISTCOMM_JOB_TOKEN (or DISTCOMM_JOB_TOKEN_FILE) on "
-             "every rank", v);
+             "every rank",
+             v);
     return DC_ERR_CONFIG;
   }
   a->secure = 1;
@@ -231,8 +239,8 @@ static dc_status read_secure(dc_auth *a, char *err, size_t errlen) {
 dc_status dc_auth_from_env(dc_auth *a, char *err, size_t errlen) {
   pthread_mutex_lock(&env_lock);
   if (!env_token.read) {
-    env_token.st = read_env_token(&env_token.auth, env_token.err,
-                                  sizeof env_token.err);
+    env_token.st =
+        read_env_token(&env_token.auth, env_token.err, sizeof env_token.err);
     env_token.read = 1;
     unsetenv(dc_env_info(DC_ENV_JOB_TOKEN)->name);
   }

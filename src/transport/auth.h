@@ -23,10 +23,11 @@
 #define DC_AUTH_NONCE_BYTES 32
 #define DC_AUTH_PROOF_BYTES 32
 #define DC_AUTH_KEY_BYTES 32
-#define DC_AUTH_TOKEN_MIN 16 /* characters: a guessable token protects nothing */
+#define DC_AUTH_TOKEN_MIN                                                      \
+  16 /* characters: a guessable token protects nothing */
 
 typedef struct dc_auth {
-  int on; /* a token is set: peers must prove it */
+  int on;     /* a token is set: peers must prove it */
   int secure; /* DISTCOMM_SECURE=1: frames on TCP carry a MAC (needs on) */
   unsigned char key[DC_AUTH_KEY_BYTES];
 } dc_auth;
@@ -90,8 +91,7 @@ typedef struct dc_seal dc_seal;
 
 /* The seal of one connection for the side that is the connector (or not),
  * after both proofs of b were checked; NULL when out of memory. */
-dc_seal *dc_seal_new(const dc_auth *a, const dc_auth_bind *b,
-                     int is_connector);
+dc_seal *dc_seal_new(const dc_auth *a, const dc_auth_bind *b, int is_connector);
 /* Wipe the keys and free (NULL is fine). */
 void dc_seal_free(dc_seal *s);
 /* Sending: the tag of the next outgoing frame (hdr, then payload); the

@@ -1,6 +1,6 @@
-/* Connecting a group's mesh (transport/mesh.h): rank r connects to every lower rank and
- * accepts every higher one, lanes connections per pair. Connecting only
- * downwards cannot deadlock: a connect completes in the listener's backlog
+/* Connecting a group's mesh (transport/mesh.h): rank r connects to every lower
+ * rank and accepts every higher one, lanes connections per pair. Connecting
+ * only downwards cannot deadlock: a connect completes in the listener's backlog
  * before the lower rank gets round to accepting it. With neighbours only,
  * rank r connects to r+1 and accepts r-1; to keep the waits acyclic every
  * rank but the last accepts first (as MLX's ring does). This file dials;
@@ -31,28 +31,33 @@ static dc_status check_reply(const dc_mesh_plan *p, const dc_auth *auth, int q,
                              const dc_addr *a, const dc_hello *r, char *err,
                              size_t errlen) {
   if (r->kind == DC_HELLO_REFUSED) {
-    snprintf(err, errlen, "rank %d (%s) refused rank %d's connection: %s",
-             q, a->text, p->rank, dc_hello_reason_text(r->reason));
+    snprintf(err, errlen, "rank %d (%s) refused rank %d's connection: %s", q,
+             a->text, p->rank, dc_hello_reason_text(r->reason));
     return r->reason == DC_REFUSE_AUTH || r->reason == DC_REFUSE_NO_TOKEN
-               ? DC_ERR_AUTH : DC_ERR_CONFIG;
+               ? DC_ERR_AUTH
+               : DC_ERR_CONFIG;
   }
   if (r->kind != DC_HELLO_OK || r->version != DC_WIRE_VERSION ||
       r->job != p->job || r->group != p->group || r->rank != (uint32_t)q) {
-    snprintf(err, errlen, "the process at %s is not rank %d of this job (it "
-             "answered as rank %u of another job or group)", a->text, q,
-             (unsigned)r->rank);
+    snprintf(err, errlen,
+             "the process at %s is not rank %d of this job (it "
+             "answered as rank %u of another job or group)",
+             a->text, q, (unsigned)r->rank);
     return DC_ERR_CONFIG;
   }
   if (auth->on && !(r->flags & DC_HELLO_TOKEN)) {
-    snprintf(err, errlen, "rank %d (%s) did not prove the job token (it has "
+    snprintf(err, errlen,
+             "rank %d (%s) did not prove the job token (it has "
              "no DISTCOMM_JOB_TOKEN: start every rank through "
-             "distcomm-launch, or none)", q, a->text);
+             "distcomm-launch, or none)",
+             q, a->text);
     return DC_ERR_AUTH;
   }
   if (auth->secure != !!(r->flags & DC_HELLO_SECURE)) {
-    snprintf(err, errlen, "rank %d (%s) answered %s DISTCOMM_SECURE, rank %d "
-             "%s: set it alike on every rank", q, a->text,
-             auth->secure ? "without" : "with", p->rank,
+    snprintf(err, errlen,
+             "rank %d (%s) answered %s DISTCOMM_SECURE, rank %d "
+             "%s: set it alike on every rank",
+             q, a->text, auth->secure ? "without" : "with", p->rank,
              auth->secure ? "has it" : "has not");
     return DC_ERR_CONFIG;
   }
@@ -64,13 +69,17 @@ static dc_status check_reply(const dc_mesh_plan *p, const dc_auth *auth, int q,
  * DISTCOMM_SECURE, *seal gets the connection's frame keys. */
 static dc_status prove(int fd, const dc_mesh_plan *p, const dc_auth *auth,
                        int q, int lane, const dc_hello *mine,
-                       const dc_hello *reply, double deadline,
-                       dc_seal **seal) {
-  dc_auth_bind b = {.job = p->job, .group = p->group,
-                    .connector = (uint32_t)p->rank, .acceptor = (uint32_t)q,
-                    .size = (uint32_t)p->size, .lane = (uint32_t)lane,
-                    .host_c = mine->host, .host_a = reply->host,
-                    .flags_c = mine->flags, .flags_a = reply->flags};
+                       const dc_hello *reply, double deadline, dc_seal **seal) {
+  dc_auth_bind b = {.job = p->job,
+                    .group = p->group,
+                    .connector = (uint32_t)p->rank,
+                    .acceptor = (uint32_t)q,
+                    .size = (uint32_t)p->size,
+                    .lane = (uint32_t)lane,
+                    .host_c = mine->host,
+                    .host_a = reply->host,
+                    .flags_c = mine->flags,
+                    .flags_a = reply->flags};
   memcpy(b.nonce_c, mine->nonce, DC_AUTH_NONCE_BYTES);
   memcpy(b.nonce_a, reply->nonce, DC_AUTH_NONCE_BYTES);
   unsigned char msg[DC_PROOF_BYTES], mac[DC_AUTH_PROOF_BYTES];
@@ -97,25 +106,31 @@ static dc_status handshake(int fd, const dc_mesh_plan *p, const dc_auth *auth,
   if (st == DC_OK)
     st = hear(fd, reply, deadline);
   if (st == DC_ERR_AUTH) {
-    snprintf(err, errlen, "the process at %s (rank %d's address) did not "
-             "answer with a distcomm hello", a->text, q);
+    snprintf(err, errlen,
+             "the process at %s (rank %d's address) did not "
+             "answer with a distcomm hello",
+             a->text, q);
     return DC_ERR_CONFIG;
   }
   if (st == DC_OK)
     st = check_reply(p, auth, q, a, reply, err, errlen);
   else
-    snprintf(err, errlen, "rank %d (%s) did not complete the handshake: %s",
-             q, a->text, dc_strerror(st));
+    snprintf(err, errlen, "rank %d (%s) did not complete the handshake: %s", q,
+             a->text, dc_strerror(st));
   if (st != DC_OK || !auth->on)
     return st;
   st = prove(fd, p, auth, q, lane, &mine, reply, deadline, seal);
   if (st == DC_ERR_AUTH)
-    snprintf(err, errlen, "rank %d (%s) did not prove the job token: "
+    snprintf(err, errlen,
+             "rank %d (%s) did not prove the job token: "
              "DISTCOMM_JOB_TOKEN differs between the ranks (or a stranger "
-             "listens there)", q, a->text);
+             "listens there)",
+             q, a->text);
   else if (st != DC_OK)
-    snprintf(err, errlen, "rank %d (%s) did not complete the job-token "
-             "handshake: %s", q, a->text, dc_strerror(st));
+    snprintf(err, errlen,
+             "rank %d (%s) did not complete the job-token "
+             "handshake: %s",
+             q, a->text, dc_strerror(st));
   return st;
 }
 
@@ -127,7 +142,8 @@ static dc_status dial(dc_tcp *t, const dc_mesh_plan *p, int q, int lane,
     int far = p->size > 2 && !dc_plan_neighbours_only(p) &&
               q != (p->rank + 1) % p->size &&
               q != (p->rank + p->size - 1) % p->size;
-    snprintf(err, errlen, "rank %d could not connect to rank %d (%s) before "
+    snprintf(err, errlen,
+             "rank %d could not connect to rank %d (%s) before "
              "the timeout (%.0f s): is rank %d running?%s",
              p->rank, q, a->text, dc_tcp_timeout(t), q,
              far ? " (if only ring neighbours are linked, as on a ring of "
@@ -154,8 +170,7 @@ static dc_status connect_one(dc_tcp *t, const dc_mesh_plan *p,
   if (st != DC_OK)
     return st;
   for (int tries = 1;; tries++) {
-    st = handshake(fd, p, auth, q, lane, deadline, &reply, &seal, err,
-                   errlen);
+    st = handshake(fd, p, auth, q, lane, deadline, &reply, &seal, err, errlen);
     if (st == DC_OK)
       break;
     dc_seal_free(seal);
@@ -164,8 +179,10 @@ static dc_status connect_one(dc_tcp *t, const dc_mesh_plan *p,
     double redial = dc_now() + REDIAL_SECONDS;
     if (st != DC_ERR_PEER_LOST || tries > DROP_RETRIES || redial > deadline)
       return st;
-    dc_tcp_log(t, "rank %d (%s) dropped connection %d before answering: dialing "
-           "again", q, a->text, lane);
+    dc_tcp_log(t,
+               "rank %d (%s) dropped connection %d before answering: dialing "
+               "again",
+               q, a->text, lane);
     char again[256];
     if (dial(t, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
       return st; /* the first error says more */
@@ -173,8 +190,9 @@ static dc_status connect_one(dc_tcp *t, const dc_mesh_plan *p,
   dc_tcp_attach(t, q, lane, fd, reply.host, a->text);
   dc_tcp_seal(t, q, lane, seal);
   dc_tcp_log(t, "connected to rank %d lane %d at %s%s", q, lane, a->text,
-         auth->secure ? " (job token proven, frames authenticated)"
-         : auth->on ? " (job token proven)" : "");
+             auth->secure ? " (job token proven, frames authenticated)"
+             : auth->on   ? " (job token proven)"
+                          : "");
   return DC_OK;
 }
 
@@ -190,14 +208,14 @@ static dc_status connect_all(dc_tcp *t, const dc_mesh_plan *p,
   return DC_OK;
 }
 
-static dc_status connect_and_accept(dc_tcp *t,
-                                    const dc_mesh_plan *p, const dc_auth *auth,
-                                    char *err, size_t errlen) {
+static dc_status connect_and_accept(dc_tcp *t, const dc_mesh_plan *p,
+                                    const dc_auth *auth, char *err,
+                                    size_t errlen) {
   double deadline = dc_now() + dc_tcp_timeout(t);
   int accept_first = dc_plan_neighbours_only(p) && p->rank < p->size - 1;
-  dc_status st =
-      accept_first ? dc_mesh_accept_all(t, p, auth, deadline, err, errlen)
-                   : connect_all(t, p, auth, deadline, err, errlen);
+  dc_status st = accept_first
+                     ? dc_mesh_accept_all(t, p, auth, deadline, err, errlen)
+                     : connect_all(t, p, auth, deadline, err, errlen);
   if (st != DC_OK)
     return st;
   return accept_first ? connect_all(t, p, auth, deadline, err, errlen)

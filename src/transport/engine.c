@@ -21,12 +21,12 @@
 #include "transport/sock.h"
 
 #define WINDOW_BYTES (256u * 1024u) /* reduce-on-receive scratch: fits L2 */
-#define MAX_IO (8u << 20)            /* bytes per syscall: keep lanes fair */
+#define MAX_IO (8u << 20)           /* bytes per syscall: keep lanes fair */
 #define SPIN_SECONDS 50e-6
-#define SHM_STEP (64u * 1024u)        /* publish pipe bytes this often */
-#define SHM_SMALL 4096u               /* frames taken from a pipe in one go */
-#define BACKOFF_MIN_US 20             /* sleeping while a same-host peer */
-#define BACKOFF_MAX_US 1000           /* is slow: never 100% CPU forever */
+#define SHM_STEP (64u * 1024u) /* publish pipe bytes this often */
+#define SHM_SMALL 4096u        /* frames taken from a pipe in one go */
+#define BACKOFF_MIN_US 20      /* sleeping while a same-host peer */
+#define BACKOFF_MAX_US 1000    /* is slow: never 100% CPU forever */
 
 _Static_assert(DC_MBOX_HDR == DC_FRAME_BYTES, "a mailbox slot holds a frame");
 _Static_assert(sizeof(dc_mbox_slot) == 64, "a mailbox slot is one line");
@@ -34,7 +34,7 @@ _Static_assert(sizeof(dc_mbox_slot) == 64, "a mailbox slot is one line");
 typedef struct xstate {
   dc_xfer *x;
   dc_conn *conn;
-  int prev;      /* earlier transfer on the same connection and direction */
+  int prev; /* earlier transfer on the same connection and direction */
   int finished;
   unsigned char hdr[DC_FRAME_BYTES];
   size_t hdr_done, done, in_window;
@@ -195,13 +195,12 @@ double dc_tcp_timeout(const dc_tcp *t) {
   return t->hooks.timeout(t->hooks.arg);
 }
 
-
 static dc_status lost(dc_tcp *t, const dc_comm *c, dc_conn *k, int err) {
   return dc_tcp_fail(t, DC_ERR_PEER_LOST,
-                 "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
-                 k->addr, err ? ": " : " ",
-                 err ? strerror(err) : "closed the connection",
-                 mib(k->op_rx), mib(c->total_bytes));
+                     "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
+                     k->addr, err ? ": " : " ",
+                     err ? strerror(err) : "closed the connection",
+                     mib(k->op_rx), mib(c->total_bytes));
 }
 
 /* The peer failed first and told us why: adopt its status. The first
@@ -223,10 +222,12 @@ static dc_status read_abort(dc_tcp *t, dc_conn *k, const dc_frame *f,
     if (f->len != n ||
         dc_sock_read_all(k->fd, tag, sizeof tag, dc_now() + 1.0) != DC_OK ||
         !dc_seal_check(k->seal, tag))
-      return dc_tcp_fail(t, DC_ERR_AUTH,
-                  "rank %d (%s) sent an abort frame whose MAC does not match "
-                  "(DISTCOMM_SECURE): altered on the way, or not from rank "
-                  "%d", k->peer, k->addr, k->peer);
+      return dc_tcp_fail(
+          t, DC_ERR_AUTH,
+          "rank %d (%s) sent an abort frame whose MAC does not match "
+          "(DISTCOMM_SECURE): altered on the way, or not from rank "
+          "%d",
+          k->peer, k->addr, k->peer);
   }
   char safe[4 * DC_ABORT_TEXT_MAX + 1]; /* the peer's bytes, made printable */
   dc_escape_text(text, n, safe, sizeof safe);
@@ -241,16 +242,16 @@ static dc_status check_header(dc_tcp *t, dc_comm *c, xstate *s) {
   dc_conn *k = s->conn;
   if (dc_frame_decode(s->hdr, &got) != DC_OK)
     return dc_tcp_fail(t, DC_ERR_MISMATCH,
-                   "rank %d (%s) sent bytes that are not a distcomm frame "
-                   "(the ranks are out of step)",
-                   k->peer, k->addr);
+                       "rank %d (%s) sent bytes that are not a distcomm frame "
+                       "(the ranks are out of step)",
+                       k->peer, k->addr);
   if (got.kind == DC_FRAME_ABORT) /* its text may have come with the header */
     return read_abort(t, k, &got, s->hdr, s->x->buf, s->done);
   char diff[256];
   dc_frame_diff(&want, &got, diff, sizeof diff);
   if (diff[0])
     return dc_tcp_fail(t, DC_ERR_MISMATCH, "rank %d (%s) disagrees: %s",
-                   k->peer, k->addr, diff);
+                       k->peer, k->addr, diff);
   return DC_OK;
 }
 
@@ -352,11 +353,12 @@ static ssize_t step_send(xstate *s) {
   struct iovec iov[3];
   int n = 0;
   if (s->hdr_done < DC_FRAME_BYTES)
-    iov[n++] = (struct iovec){s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done};
+    iov[n++] =
+        (struct iovec){s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done};
   size_t left = s->x->len - s->done, most = s->conn->tx ? SHM_STEP : MAX_IO;
   if (left)
-    iov[n++] = (struct iovec){(char *)s->x->buf + s->done,
-                              left < most ? left : most};
+    iov[n++] =
+        (struct iovec){(char *)s->x->buf + s->done, left < most ? left : most};
   if (s->tag_len)
     n = tag_iov(s, iov, n, left <= most);
   ssize_t w = conn_writev(s->conn, iov, n);
@@ -502,11 +504,12 @@ static dc_status bad_tag(dc_tcp *t, dc_comm *c, xstate *s) {
     return read_abort(t, k, &f, h, NULL, 0);
   f = frame_of(c, s->x->len);
   dc_frame_describe(&f, what, sizeof what);
-  return dc_tcp_fail(t, DC_ERR_AUTH,
-              "rank %d (%s) sent a frame of %s whose MAC does not match "
-              "(DISTCOMM_SECURE): its %zu bytes were altered on the way, or "
-              "do not come from rank %d", k->peer, k->addr, what,
-              s->x->len, k->peer);
+  return dc_tcp_fail(
+      t, DC_ERR_AUTH,
+      "rank %d (%s) sent a frame of %s whose MAC does not match "
+      "(DISTCOMM_SECURE): its %zu bytes were altered on the way, or "
+      "do not come from rank %d",
+      k->peer, k->addr, what, s->x->len, k->peer);
 }
 
 /* Read a sealed frame's tag once its payload is in, and check it: the
@@ -514,8 +517,8 @@ static dc_status bad_tag(dc_tcp *t, dc_comm *c, xstate *s) {
 static ssize_t recv_tag(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st,
                         ssize_t r) {
   s->finished = 0;
-  ssize_t g = conn_read(s->conn, s->tag + s->tag_done,
-                        s->tag_len - s->tag_done);
+  ssize_t g =
+      conn_read(s->conn, s->tag + s->tag_done, s->tag_len - s->tag_done);
   if (g < 0)
     return g;
   s->tag_done += (size_t)g;
@@ -556,8 +559,8 @@ static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
       k->op_rx += (uint64_t)p;
     r = p < 0 ? p : r + p;
   }
-  s->finished = *st == DC_OK && s->hdr_done == DC_FRAME_BYTES &&
-                s->done == s->x->len;
+  s->finished =
+      *st == DC_OK && s->hdr_done == DC_FRAME_BYTES && s->done == s->x->len;
   if (s->finished && k->seal)
     r = recv_tag(t, c, s, st, r);
   return r;
@@ -568,11 +571,13 @@ static ssize_t step_recv(dc_tcp *t, dc_comm *c, xstate *s, dc_status *st) {
 static dc_status setup(dc_tcp *t, dc_comm *c, dc_xfer *x, int n, xstate *s) {
   for (int i = 0; i < n; i++) {
     dc_conn *k = &t->conns[x[i].peer * t->lanes + x[i].lane];
-    s[i] = (xstate){.x = &x[i], .conn = k, .prev = -1,
+    s[i] = (xstate){.x = &x[i],
+                    .conn = k,
+                    .prev = -1,
                     .tag_len = k->seal ? DC_SEAL_TAG_BYTES : 0};
     if (k->fd < 0)
       return dc_tcp_fail(t, DC_ERR_INVALID, "no connection to rank %d",
-                     x[i].peer);
+                         x[i].peer);
     if (x[i].reduce && !k->window && !(k->window = malloc(WINDOW_BYTES)))
       return dc_tcp_fail(t, DC_ERR_NOMEM, "no memory for a receive window");
     for (int j = i - 1; j >= 0 && s[i].prev < 0; j--)
@@ -603,7 +608,8 @@ static dc_status pass(dc_tcp *t, dc_comm *c, xstate *s, int n, int *moved,
       continue;
     }
     dc_status st = DC_OK;
-    ssize_t r = s[i].x->is_send ? step_send(&s[i]) : step_recv(t, c, &s[i], &st);
+    ssize_t r =
+        s[i].x->is_send ? step_send(&s[i]) : step_recv(t, c, &s[i], &st);
     if (st != DC_OK)
       return st;
     if (r < 0)
@@ -617,12 +623,13 @@ static dc_status pass(dc_tcp *t, dc_comm *c, xstate *s, int n, int *moved,
 static dc_status timed_out(dc_tcp *t, dc_comm *c, xstate *s, int n) {
   for (int i = 0; i < n; i++)
     if (active(s, i))
-      return dc_tcp_fail(t, DC_ERR_TIMEOUT,
-                     "no progress for %.0f s waiting for rank %d (%s) to %s "
-                     "(%.1f MiB of %.1f MiB received from it)",
-                     dc_tcp_timeout(t), s[i].conn->peer, s[i].conn->addr,
-                     s[i].x->is_send ? "take our data" : "send",
-                     mib(s[i].conn->op_rx), mib(c->total_bytes));
+      return dc_tcp_fail(
+          t, DC_ERR_TIMEOUT,
+          "no progress for %.0f s waiting for rank %d (%s) to %s "
+          "(%.1f MiB of %.1f MiB received from it)",
+          dc_tcp_timeout(t), s[i].conn->peer, s[i].conn->addr,
+          s[i].x->is_send ? "take our data" : "send", mib(s[i].conn->op_rx),
+          mib(c->total_bytes));
   return dc_tcp_fail(t, DC_ERR_TIMEOUT, "no progress");
 }
 
@@ -657,8 +664,8 @@ static dc_status crossed(dc_tcp *t, dc_comm *c, xstate *s, int n) {
     dc_status st = check_header(t, c, &s[i]);
     return st != DC_OK ? st
                        : dc_tcp_fail(t, DC_ERR_MISMATCH,
-                                 "rank %d (%s) sent a frame out of order",
-                                 k->peer, k->addr);
+                                     "rank %d (%s) sent a frame out of order",
+                                     k->peer, k->addr);
   }
   return DC_OK;
 }
@@ -674,8 +681,9 @@ static dc_status check_control(dc_tcp *t, dc_comm *c, dc_conn *k) {
   if (st != DC_OK || dc_frame_decode(h, &f) != DC_OK ||
       f.kind != DC_FRAME_ABORT)
     return dc_tcp_fail(t, DC_ERR_MISMATCH,
-                   "rank %d (%s) sent unexpected bytes on its control "
-                   "connection", k->peer, k->addr);
+                       "rank %d (%s) sent unexpected bytes on its control "
+                       "connection",
+                       k->peer, k->addr);
   return read_abort(t, k, &f, h, NULL, 0);
 }
 
@@ -702,7 +710,8 @@ static dc_conn *wait_ready(xstate *s, int n, double left, int *backoff_us) {
     p[j].events |= ev;
   }
   double secs = shm ? *backoff_us * 1e-6 : left > 0.1 ? 0.1 : left;
-  struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+  struct timespec ts = {(time_t)secs,
+                        (long)((secs - (double)(time_t)secs) * 1e9)};
   if (ppoll(p, (nfds_t)m, &ts, NULL) <= 0)
     return NULL;
   if (shm && *backoff_us < BACKOFF_MAX_US)
@@ -778,10 +787,11 @@ dc_status dc_tcp_pull(dc_comm *c, int peer, void *dst, uint64_t src,
       continue;
     if (n <= 0)
       return dc_tcp_fail(t, DC_ERR_PEER_LOST,
-                     "rank %d (%s): reading its buffer failed "
-                     "(process_vm_readv: %s) after %.1f MiB of %.1f MiB",
-                     peer, k->addr, n < 0 ? strerror(errno) : "nothing read",
-                     mib(k->op_rx), mib(c->total_bytes));
+                         "rank %d (%s): reading its buffer failed "
+                         "(process_vm_readv: %s) after %.1f MiB of %.1f MiB",
+                         peer, k->addr,
+                         n < 0 ? strerror(errno) : "nothing read",
+                         mib(k->op_rx), mib(c->total_bytes));
     k->op_rx += (uint64_t)n;
     dst = (char *)dst + n;
     src += (uint64_t)n;

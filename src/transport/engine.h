@@ -14,31 +14,31 @@
 #include "transport/mesh.h" /* dc_mesh_hooks */
 
 typedef struct dc_conn {
-  int fd;               /* -1 when absent (self) */
+  int fd; /* -1 when absent (self) */
   int peer, lane;
-  char addr[64];        /* the peer's address, for messages */
-  size_t tx_left;       /* bytes of the outgoing frame not yet written */
-  uint64_t op_rx;       /* payload bytes received during the current op */
+  char addr[64];         /* the peer's address, for messages */
+  size_t tx_left;        /* bytes of the outgoing frame not yet written */
+  uint64_t op_rx;        /* payload bytes received during the current op */
   unsigned char *window; /* scratch for reduce-on-receive */
-  uint64_t host;        /* the peer's host key (from its hello) */
+  uint64_t host;         /* the peer's host key (from its hello) */
   /* Same-host peers: the bytes go through shared-memory pipes and fd only
    * watches the peer's life and carries abort frames. */
   struct dc_pipe *tx, *rx;
-  uint64_t tx_tail;     /* our copy of the consumer's tail of tx */
+  uint64_t tx_tail;           /* our copy of the consumer's tail of tx */
   uint64_t mb_sent, mb_taken; /* mailbox of tx: ours, our copy of theirs */
-  uint64_t mb_got;      /* mailbox of rx: messages taken */
-  int pid;              /* same-host peer's process, for single copy */
-  struct dc_seal *seal; /* DISTCOMM_SECURE on TCP: frames carry a MAC
-                           (transport/auth.h); NULL otherwise, and on pipes */
+  uint64_t mb_got;            /* mailbox of rx: messages taken */
+  int pid;                    /* same-host peer's process, for single copy */
+  struct dc_seal *seal;       /* DISTCOMM_SECURE on TCP: frames carry a MAC
+                                 (transport/auth.h); NULL otherwise, and on pipes */
 } dc_conn;
 
 typedef struct dc_tcp {
   dc_mesh_hooks hooks; /* to the owner (the group): fail, timeout, ... */
   int rank, size, lanes;
-  dc_conn *conns;       /* conns[peer * lanes + lane] */
+  dc_conn *conns;            /* conns[peer * lanes + lane] */
   uint32_t *p2p_tx, *p2p_rx; /* send/recv counters per peer */
-  int spin;             /* busy-poll briefly before sleeping in poll() */
-  struct dc_shm_seg *segs; /* shared memory mapped for this group */
+  int spin;                  /* busy-poll briefly before sleeping in poll() */
+  struct dc_shm_seg *segs;   /* shared memory mapped for this group */
   int nsegs;
   int one_host;         /* every rank of the group is on this host */
   int pull_ok;          /* every peer's memory is readable (single copy) */

@@ -74,8 +74,7 @@ void dc_frame_encode(const dc_frame *f, unsigned char out[DC_FRAME_BYTES]) {
   dc_put16(out + 6, c & 0xffffu);
 }
 
-dc_status dc_frame_decode(const unsigned char in[DC_FRAME_BYTES],
-                          dc_frame *f) {
+dc_status dc_frame_decode(const unsigned char in[DC_FRAME_BYTES], dc_frame *f) {
   unsigned char tmp[DC_FRAME_BYTES];
   memcpy(tmp, in, sizeof tmp);
   dc_put16(tmp + 6, 0);
@@ -128,9 +127,9 @@ static const char *opcode_name(unsigned op, unsigned redop) {
 }
 
 void dc_frame_describe(const dc_frame *f, char *out, size_t n) {
-  snprintf(out, n, "%s of %llu %s (op #%u)",
-           opcode_name(f->opcode, f->redop), (unsigned long long)f->count,
-           dc_dtype_name((dc_dtype)f->dtype), (unsigned)f->seq);
+  snprintf(out, n, "%s of %llu %s (op #%u)", opcode_name(f->opcode, f->redop),
+           (unsigned long long)f->count, dc_dtype_name((dc_dtype)f->dtype),
+           (unsigned)f->seq);
 }
 
 void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
@@ -138,13 +137,13 @@ void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
   out[0] = '\0';
   if (got->opcode != want->opcode || got->redop != want->redop ||
       got->dtype != want->dtype || got->count != want->count ||
-      got->seq != want->seq || got->aux != want->aux ||
-      got->len != want->len) {
+      got->seq != want->seq || got->aux != want->aux || got->len != want->len) {
     char a[96], b[96];
     dc_frame_describe(got, a, sizeof a);
     dc_frame_describe(want, b, sizeof b);
     if (got->opcode == DC_OPC_BROADCAST && got->aux != want->aux)
-      snprintf(out, n, "it sent broadcast from root %u, this rank expects root %u",
+      snprintf(out, n,
+               "it sent broadcast from root %u, this rank expects root %u",
                (unsigned)got->aux, (unsigned)want->aux);
     else
       snprintf(out, n, "it sent %s, this rank expects %s", a, b);
@@ -167,8 +166,7 @@ void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]) {
   dc_put32(out + 80, header_check(out, 80));
 }
 
-dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
-                          dc_hello *h) {
+dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES], dc_hello *h) {
   if (dc_get32(in) != HELLO_MAGIC || dc_get32(in + 80) != header_check(in, 80))
     return DC_ERR_AUTH;
   h->kind = dc_get16(in + 4);

@@ -17,7 +17,7 @@
 #include "distcomm.h"
 
 #define DC_WIRE_MAGIC 0x4443u /* "DC" */
-#define DC_WIRE_VERSION 2u /* 2: hellos carry a nonce; job-token proofs */
+#define DC_WIRE_VERSION 2u    /* 2: hellos carry a nonce; job-token proofs */
 #define DC_FRAME_BYTES 32
 #define DC_HELLO_BYTES 84
 #define DC_PROOF_BYTES 40
@@ -54,8 +54,7 @@ typedef struct dc_frame {
 
 void dc_frame_encode(const dc_frame *f, unsigned char out[DC_FRAME_BYTES]);
 /* DC_ERR_MISMATCH when the bytes are not a frame (bad magic or check). */
-dc_status dc_frame_decode(const unsigned char in[DC_FRAME_BYTES],
-                          dc_frame *f);
+dc_status dc_frame_decode(const unsigned char in[DC_FRAME_BYTES], dc_frame *f);
 /* "all_sum of 10 float32" style description, for mismatch messages. */
 void dc_frame_describe(const dc_frame *f, char *out, size_t n);
 /* Empty string when got matches want, else what differs. */
@@ -89,13 +88,13 @@ enum dc_hello_flags {
 };
 
 typedef struct dc_hello {
-  uint32_t kind;     /* dc_hello_kind */
+  uint32_t kind; /* dc_hello_kind */
   uint32_t version;
-  uint64_t job;      /* DISTCOMM_JOB_ID, or a hash of the hostfile */
-  uint64_t group;    /* group id (world or split) */
+  uint64_t job;   /* DISTCOMM_JOB_ID, or a hash of the hostfile */
+  uint64_t group; /* group id (world or split) */
   uint32_t rank, size, lane, reason; /* reason: why refused (dc_hello_reason) */
-  uint64_t host;     /* dc_host_key() of the sender: same host, shared memory */
-  uint32_t flags;    /* dc_hello_flags */
+  uint64_t host;  /* dc_host_key() of the sender: same host, shared memory */
+  uint32_t flags; /* dc_hello_flags */
   unsigned char nonce[DC_NONCE_BYTES]; /* zeros without a token */
 } dc_hello;
 
@@ -113,8 +112,7 @@ enum dc_hello_reason {
 
 void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]);
 /* DC_ERR_AUTH when the bytes are not a hello (bad magic or check). */
-dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES],
-                          dc_hello *h);
+dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES], dc_hello *h);
 /* Judge the first n bytes of what may be a hello (n may be short of
  * DC_HELLO_BYTES; bytes past n are not read): DC_OK while they can still
  * be one of this version, DC_ERR_AUTH when they cannot be a hello at all,

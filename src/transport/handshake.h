@@ -14,10 +14,14 @@
  * and the token flag when the job has a token, the secure flag with
  * DISTCOMM_SECURE (both under the proofs and the session key). */
 static inline dc_hello dc_mesh_hello(const dc_mesh_plan *p, const dc_auth *auth,
-                                  uint32_t kind, int lane) {
-  dc_hello h = {.kind = kind, .version = DC_WIRE_VERSION, .job = p->job,
-                .group = p->group, .rank = (uint32_t)p->rank,
-                .size = (uint32_t)p->size, .lane = (uint32_t)lane,
+                                     uint32_t kind, int lane) {
+  dc_hello h = {.kind = kind,
+                .version = DC_WIRE_VERSION,
+                .job = p->job,
+                .group = p->group,
+                .rank = (uint32_t)p->rank,
+                .size = (uint32_t)p->size,
+                .lane = (uint32_t)lane,
                 .host = p->host,
                 .flags = (auth->on ? DC_HELLO_TOKEN : 0u) |
                          (auth->secure ? DC_HELLO_SECURE : 0u)};
@@ -34,7 +38,7 @@ dc_status dc_mesh_setup_shm(dc_tcp *t, const dc_mesh_plan *p);
  * goes on. DC_ERR_TIMEOUT at deadline, err naming the missing rank and the
  * last refusal. */
 dc_status dc_mesh_accept_all(dc_tcp *t, const dc_mesh_plan *p,
-                          const dc_auth *auth, double deadline, char *err,
-                          size_t errlen);
+                             const dc_auth *auth, double deadline, char *err,
+                             size_t errlen);
 
 #endif

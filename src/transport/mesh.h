@@ -39,10 +39,11 @@ typedef struct dc_mesh_hooks {
  * ("lanes"); lane i uses address i % naddrs. */
 typedef struct dc_mesh_plan {
   int rank, size, naddrs, sockets;
-  const dc_addr *addrs; /* size * naddrs listening addresses (per_peer: below) */
-  int *listen_fds;      /* this rank's listeners, already listening */
-  uint64_t job, group;  /* both ends of every connection must agree */
-  uint64_t host;        /* dc_host_key(): peers with the same share memory */
+  const dc_addr
+      *addrs;          /* size * naddrs listening addresses (per_peer: below) */
+  int *listen_fds;     /* this rank's listeners, already listening */
+  uint64_t job, group; /* both ends of every connection must agree */
+  uint64_t host;       /* dc_host_key(): peers with the same share memory */
   /* Connect ring neighbours only, as MLX does: rank r accepts its left
    * neighbour on its own addresses and connects to its right neighbour's,
    * so a ring of direct cables works (DISTCOMM_RING_NEIGHBOURS=1). */
@@ -65,7 +66,8 @@ static inline const dc_addr *dc_plan_addr(const dc_mesh_plan *p, int q,
   int k = lane % p->naddrs;
   if (p->per_peer)
     return &p->addrs[((size_t)q * (size_t)p->size + (size_t)p->rank) *
-                         (size_t)p->naddrs + (size_t)k];
+                         (size_t)p->naddrs +
+                     (size_t)k];
   return &p->addrs[q * p->naddrs + k];
 }
 /* Which of this rank's listeners rank q's lane must arrive on. */

@@ -33,7 +33,7 @@ static volatile uint64_t probe_word;
 typedef struct shm_plan {
   dc_tcp *t;
   const dc_mesh_plan *p;
-  uint64_t *hosts;  /* every rank's host key */
+  uint64_t *hosts;    /* every rank's host key */
   int *peers, npeers; /* this rank's same-host peers, in rank order */
 } shm_plan;
 
@@ -95,8 +95,8 @@ static int can_pull(const shm_offer *o, pid_t *pid) {
 
 /* Map every peer's segment and try reading its memory; ok[i] says what
  * worked with peer i. */
-static void attach_all(shm_plan *s, const shm_offer *offers,
-                       unsigned char *ok, pid_t *pids) {
+static void attach_all(shm_plan *s, const shm_offer *offers, unsigned char *ok,
+                       pid_t *pids) {
   dc_tcp *t = s->t;
   for (int i = 0; i < s->npeers; i++) {
     char err[160];
@@ -108,7 +108,7 @@ static void attach_all(shm_plan *s, const shm_offer *offers,
                 : 0;
     if (!ok[i])
       dc_tcp_log(s->t, "shared memory with rank %d unavailable (%s): using TCP",
-             s->peers[i], name[0] ? err : "it has none");
+                 s->peers[i], name[0] ? err : "it has none");
     else if (can_pull(&offers[i], &pids[i]))
       ok[i] |= OK_PULL;
   }
@@ -135,14 +135,16 @@ static dc_status connect_pipes(shm_plan *s) {
   const dc_mesh_plan *p = s->p;
   shm_offer mine = {0}, *offers;
   char *name = mine.name, err[160];
-  probe_word = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid(); /* the same every time */
+  probe_word =
+      0x9E3779B97F4A7C15ull ^ (uint64_t)getpid(); /* the same every time */
   mine.probe_at = (uint64_t)(uintptr_t)&probe_word;
   mine.probe = probe_word;
   int cred = dc_cma_enabled() ? dc_cred_listen(mine.cred) : -1;
   size_t pipes = (size_t)count_local(s, p->rank) * (size_t)t->lanes;
   if (dc_shm_new_name(name) != DC_OK ||
       dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {
-    dc_tcp_log(s->t, "no shared memory (%s): using TCP", name[0] ? err : "no name");
+    dc_tcp_log(s->t, "no shared memory (%s): using TCP",
+               name[0] ? err : "no name");
     name[0] = '\0';
   }
   offers = calloc((size_t)s->npeers, sizeof *offers);
@@ -188,7 +190,7 @@ dc_status dc_mesh_setup_shm(dc_tcp *t, const dc_mesh_plan *p) {
   dc_status st = s.npeers ? connect_pipes(&s) : DC_OK;
   if (st == DC_OK && s.npeers)
     dc_tcp_log(t, "shared memory with %d same-host peer(s)%s", s.npeers,
-           t->pull_ok ? ", single copy" : "");
+               t->pull_ok ? ", single copy" : "");
   free(s.hosts);
   free(s.peers);
   return st;

@@ -41,17 +41,13 @@ uint64_t dc_host_key(void) {
   return mix(h, &uid, sizeof uid);
 }
 
-int dc_shm_enabled(void) {
-  return dc_env_flag(DC_ENV_SHM);
-}
+int dc_shm_enabled(void) { return dc_env_flag(DC_ENV_SHM); }
 
 int dc_cma_enabled(void) {
   return dc_env_flag(DC_ENV_CMA) != 0; /* on or auto */
 }
 
-int dc_cma_forced(void) {
-  return dc_env_flag(DC_ENV_CMA) == 1;
-}
+int dc_cma_forced(void) { return dc_env_flag(DC_ENV_CMA) == 1; }
 
 ssize_t dc_cma_read(int pid, void *dst, uint64_t src, size_t len) {
   struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
@@ -79,8 +75,10 @@ int dc_shm_name_ok(const char *name, size_t cap) {
   if (n == cap || n <= k || strncmp(name, DC_SHM_PREFIX, k) != 0)
     return 0;
   for (size_t i = k; i < n; i++)
-    if (!(name[i] == '-' || name[i] == '_' || (name[i] >= '0' && name[i] <= '9') ||
-          (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z')))
+    if (!(name[i] == '-' || name[i] == '_' ||
+          (name[i] >= '0' && name[i] <= '9') ||
+          (name[i] >= 'a' && name[i] <= 'z') ||
+          (name[i] >= 'A' && name[i] <= 'Z')))
       return 0;
   return 1;
 }
@@ -102,8 +100,8 @@ int dc_cred_listen(char name[DC_SHM_NAME_BYTES]) {
     return -1;
   socklen_t len = abstract_addr(&a, name);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, len) != 0 ||
-                  listen(fd, 64) != 0)) {
+  if (fd >= 0 &&
+      (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 64) != 0)) {
     close(fd);
     fd = -1;
   }
@@ -187,11 +185,12 @@ dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,
     return DC_ERR_SYSTEM;
   }
   struct stat st;
-  const char *bad = fstat(fd, &st) != 0              ? "cannot be checked"
-                    : st.st_uid != geteuid()         ? "is owned by another user"
-                    : (st.st_mode & 077) != 0        ? "is open to other users"
-                    : (size_t)st.st_size != seg_bytes(npipes) ? "has the wrong size"
-                                                     : NULL;
+  const char *bad = fstat(fd, &st) != 0       ? "cannot be checked"
+                    : st.st_uid != geteuid()  ? "is owned by another user"
+                    : (st.st_mode & 077) != 0 ? "is open to other users"
+                    : (size_t)st.st_size != seg_bytes(npipes)
+                        ? "has the wrong size"
+                        : NULL;
   if (bad) {
     snprintf(err, errlen, "%s %s", name, bad);
     close(fd);
@@ -290,8 +289,8 @@ size_t dc_pipe_look(dc_pipe *p, void *dst, size_t n) {
   return n;
 }
 
-int dc_mbox_put(dc_pipe *p, uint64_t *sent, uint64_t *taken,
-                const void *hdr, const void *data, size_t len) {
+int dc_mbox_put(dc_pipe *p, uint64_t *sent, uint64_t *taken, const void *hdr,
+                const void *data, size_t len) {
   if (*sent - *taken >= DC_MBOX_SLOTS) { /* looks full: ask the consumer */
     *taken = atomic_load_explicit(&p->taken, memory_order_acquire);
     if (*sent - *taken >= DC_MBOX_SLOTS)

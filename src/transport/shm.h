@@ -4,9 +4,10 @@
  *
  * Each rank creates one segment holding its incoming pipes (one per
  * same-host peer and lane), created O_EXCL with mode 0600 (another user
- * cannot attach) under a random name (nobody can guess or squat it). Peers map it, and it is unlinked as soon as all
- * have: a crash after set-up leaves nothing in /dev/shm. A pipe has one
- * producer and one consumer; head and tail live on their own cache lines. */
+ * cannot attach) under a random name (nobody can guess or squat it). Peers map
+ * it, and it is unlinked as soon as all have: a crash after set-up leaves
+ * nothing in /dev/shm. A pipe has one producer and one consumer; head and tail
+ * live on their own cache lines. */
 #ifndef DC_TRANSPORT_SHM_H
 #define DC_TRANSPORT_SHM_H
 
@@ -21,9 +22,9 @@
 #define DC_PIPE_BYTES (512u * 1024u) /* a power of two */
 #define DC_SHM_PREFIX "/distcomm-"
 #define DC_SHM_NAME_BYTES 96
-#define DC_MBOX_SLOTS 64u   /* a power of two */
-#define DC_MBOX_HDR 32      /* a frame header (DC_FRAME_BYTES) */
-#define DC_MBOX_PAYLOAD 28  /* what fits beside it in one cache line */
+#define DC_MBOX_SLOTS 64u  /* a power of two */
+#define DC_MBOX_HDR 32     /* a frame header (DC_FRAME_BYTES) */
+#define DC_MBOX_PAYLOAD 28 /* what fits beside it in one cache line */
 
 /* A tiny message in one cache line: flag (message number + 1) written
  * last, so a reader that sees the flag sees the rest, and the message
@@ -35,8 +36,8 @@ typedef struct dc_mbox_slot {
 } dc_mbox_slot;
 
 typedef struct dc_pipe {
-  _Alignas(64) _Atomic uint64_t head; /* bytes written, by the producer */
-  _Alignas(64) _Atomic uint64_t tail; /* bytes read, by the consumer */
+  _Alignas(64) _Atomic uint64_t head;  /* bytes written, by the producer */
+  _Alignas(64) _Atomic uint64_t tail;  /* bytes read, by the consumer */
   _Alignas(64) _Atomic uint64_t taken; /* mailbox messages read */
   dc_mbox_slot mbox[DC_MBOX_SLOTS];
   _Alignas(64) unsigned char data[DC_PIPE_BYTES];
@@ -46,7 +47,7 @@ typedef struct dc_shm_seg {
   void *base;
   size_t bytes;
   char name[DC_SHM_NAME_BYTES];
-  int owner;    /* created by this process: unlink it */
+  int owner; /* created by this process: unlink it */
   int unlinked;
 } dc_shm_seg;
 
@@ -114,8 +115,8 @@ size_t dc_pipe_look(dc_pipe *p, void *dst, size_t n);
  * runs one frame per direction at a time. *sent counts the producer's
  * messages and *taken is its copy of the consumer's count (start both at
  * 0). Returns 0 when every slot is still unread. */
-int dc_mbox_put(dc_pipe *p, uint64_t *sent, uint64_t *taken,
-                const void *hdr, const void *data, size_t len);
+int dc_mbox_put(dc_pipe *p, uint64_t *sent, uint64_t *taken, const void *hdr,
+                const void *data, size_t len);
 /* The consumer's next message (its got-th), or NULL while there is none. */
 static inline const dc_mbox_slot *dc_mbox_peek(dc_pipe *p, uint64_t got) {
   const dc_mbox_slot *m = &p->mbox[got & (DC_MBOX_SLOTS - 1)];

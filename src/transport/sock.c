@@ -50,7 +50,7 @@ dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen) {
       listen(*fd, 1024) != 0) {
     int e = errno;
     snprintf(err, errlen, "cannot listen on %s: %s%s", a->text, strerror(e),
-             e == EADDRINUSE ? " (the port is already taken)"
+             e == EADDRINUSE      ? " (the port is already taken)"
              : e == EADDRNOTAVAIL ? " (the address is not on this host)"
                                   : "");
     close(*fd);
@@ -96,8 +96,8 @@ static int try_connect(const dc_addr *a, double deadline, int *fd) {
   return 0;
 }
 
-dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd,
-                          char *err, size_t errlen) {
+dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
+                          size_t errlen) {
   double pause = 0.01;
   while (dc_now() < deadline) {
     int r = try_connect(a, deadline, fd);
@@ -112,8 +112,7 @@ dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd,
     usleep((useconds_t)(pause * 1e6)); /* the peer may not listen yet */
     pause = pause < 0.2 ? pause * 2 : 0.2;
   }
-  snprintf(err, errlen, "could not connect to %s before the timeout",
-           a->text);
+  snprintf(err, errlen, "could not connect to %s before the timeout", a->text);
   return DC_ERR_TIMEOUT;
 }
 

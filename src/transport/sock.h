@@ -14,8 +14,8 @@ dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen);
 
 /* Connect to a, retrying refused/unreachable attempts until deadline
  * (dc_now() seconds). DC_ERR_TIMEOUT when the deadline passes. */
-dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd,
-                          char *err, size_t errlen);
+dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
+                          size_t errlen);
 
 /* Accept one connection before deadline. DC_ERR_TIMEOUT when none came. */
 dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
@@ -26,8 +26,7 @@ void dc_sock_tune(int fd);
 
 /* Exact write/read of n bytes before deadline (fd is non-blocking).
  * DC_ERR_PEER_LOST on EOF/reset, DC_ERR_TIMEOUT at the deadline. */
-dc_status dc_sock_write_all(int fd, const void *buf, size_t n,
-                            double deadline);
+dc_status dc_sock_write_all(int fd, const void *buf, size_t n, double deadline);
 dc_status dc_sock_read_all(int fd, void *buf, size_t n, double deadline);
 
 /* "ip:port" of a sockaddr, for messages. */

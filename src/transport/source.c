@@ -32,12 +32,16 @@ static int same_net(const struct sockaddr *a, const struct sockaddr *b,
   if (a->sa_family == AF_INET) {
     x = (const void *)&((const struct sockaddr_in *)(const void *)a)->sin_addr;
     y = (const void *)&((const struct sockaddr_in *)(const void *)b)->sin_addr;
-    m = (const void *)&((const struct sockaddr_in *)(const void *)mask)->sin_addr;
+    m = (const void *)&((const struct sockaddr_in *)(const void *)mask)
+            ->sin_addr;
     n = 4;
   } else {
-    x = (const void *)&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr;
-    y = (const void *)&((const struct sockaddr_in6 *)(const void *)b)->sin6_addr;
-    m = (const void *)&((const struct sockaddr_in6 *)(const void *)mask)->sin6_addr;
+    x = (const void *)&((const struct sockaddr_in6 *)(const void *)a)
+            ->sin6_addr;
+    y = (const void *)&((const struct sockaddr_in6 *)(const void *)b)
+            ->sin6_addr;
+    m = (const void *)&((const struct sockaddr_in6 *)(const void *)mask)
+            ->sin6_addr;
     n = 16;
   }
   for (size_t i = 0; i < n; i++)
@@ -48,9 +52,12 @@ static int same_net(const struct sockaddr *a, const struct sockaddr *b,
 
 static int is_loopback(const struct sockaddr *a) {
   if (a->sa_family == AF_INET)
-    return (ntohl(((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr) >> 24) == 127;
+    return (ntohl(((const struct sockaddr_in *)(const void *)a)
+                      ->sin_addr.s_addr) >>
+            24) == 127;
   if (a->sa_family == AF_INET6)
-    return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr);
+    return IN6_IS_ADDR_LOOPBACK(
+        &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr);
   return 0;
 }
 
@@ -68,9 +75,9 @@ static int near(const struct sockaddr *peer, const struct sockaddr *local,
   for (const struct ifaddrs *i = all; i && !yes; i = i->ifa_next) {
     if (!i->ifa_addr)
       continue;
-    yes = same_ip(i->ifa_addr, peer) ||
-          (cables && same_ip(i->ifa_addr, local) &&
-           same_net(peer, local, i->ifa_netmask));
+    yes =
+        same_ip(i->ifa_addr, peer) || (cables && same_ip(i->ifa_addr, local) &&
+                                       same_net(peer, local, i->ifa_netmask));
   }
   freeifaddrs(all);
   return yes;

@@ -14,17 +14,17 @@
 
 static int passed, failed, rank, size;
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (cond) {                                                               \
-      passed++;                                                               \
-    } else {                                                                  \
-      failed++;                                                               \
-      fprintf(stderr, "rank %d: %s:%d: FAILED %s: ", rank, __FILE__,          \
-              __LINE__, #cond);                                               \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-    }                                                                         \
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (cond) {                                                                \
+      passed++;                                                                \
+    } else {                                                                   \
+      failed++;                                                                \
+      fprintf(stderr, "rank %d: %s:%d: FAILED %s: ", rank, __FILE__, __LINE__, \
+              #cond);                                                          \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+    }                                                                          \
   } while (0)
 
 /* The all_sums (collectives) one call of average_gradients makes. */
@@ -79,8 +79,8 @@ static void test_float_values(dc_group *g) {
     dc_status st;
     unsigned long long calls = average_calls(g, t, N, buckets[b], &st);
     CHECK(st == DC_OK, "%s", dc_group_last_error(g));
-    CHECK(calls == want[b], "bucket %lld: %llu all_sums, want %llu",
-          buckets[b], calls, want[b]);
+    CHECK(calls == want[b], "bucket %lld: %llu all_sums, want %llu", buckets[b],
+          calls, want[b]);
     long bad = 0;
     for (int i = 0; i < N; i++)
       for (int j = 0; j < C; j++)
@@ -109,7 +109,7 @@ static void test_mixed_dtypes(dc_group *g) {
     i1[1] = rank;
     i2[0] = 1000000000000ll + rank;
     u[0] = (uint8_t)(10 + rank);
-    h[0] = (uint16_t)(rank == 0 ? 0x4000 : 0x3c00); /* 2.0 or 1.0 */
+    h[0] = (uint16_t)(rank == 0 ? 0x4000 : 0x3c00);  /* 2.0 or 1.0 */
     bf[0] = (uint16_t)(rank == 0 ? 0x4040 : 0x3f80); /* 3.0 or 1.0 */
     dc_tensor t[] = {{f1, 3, DC_FLOAT32},  {i1, 2, DC_INT32},
                      {d, 2, DC_FLOAT64},   {NULL, 0, DC_FLOAT32},

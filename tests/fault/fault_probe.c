@@ -112,8 +112,8 @@ static int sticky(const run *r, dc_status first, const char *detail) {
   int peer = (r->rank + 1) % r->size, bad = 0;
   float x[4] = {0};
   dc_group *sub = NULL;
-  const char *names[] = {"all_sum", "barrier", "all_gather", "send", "recv",
-                         "broadcast", "split"};
+  const char *names[] = {"all_sum", "barrier",   "all_gather", "send",
+                         "recv",    "broadcast", "split"};
   for (int c = 0; c < 7; c++) {
     double t0 = mp_mono();
     dc_status st = c == 0   ? dc_all_sum(g, x, x, 4, DC_FLOAT32)
@@ -153,7 +153,8 @@ static int failed(run *r, dc_status st, size_t it, double t0) {
   return bad || s > 2.0 ? 5 : 4;
 }
 
-/* ---- main ----------------------------------------------------------------- */
+/* ---- main -----------------------------------------------------------------
+ */
 
 static int parse(int argc, char **argv, opts *o) {
   *o = (opts){.op = argc > 1 ? argv[1] : "", .iters = (size_t)-1};

@@ -24,16 +24,25 @@
 #define MAX_BYTES ((size_t)4 << 20)
 #define RSS_SLACK_KIB (8 * 1024)
 
-enum { ALL_SUM, ALL_MAX, ALL_MIN, ALL_GATHER, SUM_SCATTER, BROADCAST,
-       SEND_RECV, BARRIER, KINDS };
-static const char *kind_name[KINDS] = {"all_sum", "all_max", "all_min",
-                                       "all_gather", "sum_scatter",
-                                       "broadcast", "send/recv", "barrier"};
+enum {
+  ALL_SUM,
+  ALL_MAX,
+  ALL_MIN,
+  ALL_GATHER,
+  SUM_SCATTER,
+  BROADCAST,
+  SEND_RECV,
+  BARRIER,
+  KINDS
+};
+static const char *kind_name[KINDS] = {"all_sum",    "all_max",     "all_min",
+                                       "all_gather", "sum_scatter", "broadcast",
+                                       "send/recv",  "barrier"};
 
 typedef struct step_plan {
   int kind, root, dst; /* root: broadcast root or send/recv source */
   dc_dtype dtype;
-  size_t count;        /* per rank; all_gather's recv holds size x count */
+  size_t count; /* per rank; all_gather's recv holds size x count */
 } step_plan;
 
 typedef struct soak {
@@ -88,7 +97,7 @@ static double expected(const soak *s, const step_plan *p, size_t i) {
   double acc = value(s, 0, base + i);
   for (int q = 1; q < s->size; q++) {
     double v = value(s, q, base + i);
-    acc = p->kind == ALL_MAX ? (v > acc ? v : acc)
+    acc = p->kind == ALL_MAX   ? (v > acc ? v : acc)
           : p->kind == ALL_MIN ? (v < acc ? v : acc)
                                : acc + v;
   }
@@ -100,10 +109,13 @@ static dc_status issue(soak *s, const step_plan *p, size_t *n) {
   dc_group *g = s->g;
   *n = p->count;
   switch (p->kind) {
-  case ALL_SUM: case ALL_MAX: case ALL_MIN:
+  case ALL_SUM:
+  case ALL_MAX:
+  case ALL_MIN:
     return dc_all_reduce(g, s->send, s->recv, p->count, p->dtype,
-                         p->kind == ALL_SUM ? DC_SUM
-                         : p->kind == ALL_MAX ? DC_MAX : DC_MIN);
+                         p->kind == ALL_SUM   ? DC_SUM
+                         : p->kind == ALL_MAX ? DC_MAX
+                                              : DC_MIN);
   case ALL_GATHER:
     *n = p->count * (size_t)s->size;
     return dc_all_gather(g, s->send, s->recv, p->count, p->dtype);
@@ -136,15 +148,17 @@ static int one_step(soak *s, uint64_t step) {
   if (st != DC_OK) {
     printf("rank %d: step %llu %s of %zu %s: %s: %s\n", s->rank,
            (unsigned long long)step, kind_name[p.kind], p.count,
-           dc_dtype_name(p.dtype), dc_status_name(st), dc_group_last_error(s->g));
+           dc_dtype_name(p.dtype), dc_status_name(st),
+           dc_group_last_error(s->g));
     return 1;
   }
   for (size_t i = 0; i < n; i++) {
     double want = expected(s, &p, i), got = get(s->recv, p.dtype, i);
     if (got != want) {
       printf("rank %d: WRONG step %llu %s of %zu %s: element %zu is %g, want "
-             "%g\n", s->rank, (unsigned long long)step, kind_name[p.kind],
-             p.count, dc_dtype_name(p.dtype), i, got, want);
+             "%g\n",
+             s->rank, (unsigned long long)step, kind_name[p.kind], p.count,
+             dc_dtype_name(p.dtype), i, got, want);
       return 1;
     }
   }
@@ -217,14 +231,15 @@ int main(int argc, char **argv) {
   int fd1 = open_fds();
   if (!bad && (fd1 != fd0 || (check_rss && rss1 - rss0 >= RSS_SLACK_KIB))) {
     printf("rank %d: GROWTH from step %llu to the end: fds %d -> %d, VmRSS "
-           "%ld -> %ld KiB\n", s.rank, (unsigned long long)mark, fd0, fd1,
-           rss0, rss1);
+           "%ld -> %ld KiB\n",
+           s.rank, (unsigned long long)mark, fd0, fd1, rss0, rss1);
     bad = 1;
   }
   if (!bad)
     printf("rank %d: soak %llu steps ok in %.1f s; fds %d -> %d, VmRSS %ld -> "
-           "%ld KiB (from step %llu)\n", s.rank, (unsigned long long)steps,
-           mp_mono() - t0, fd0, fd1, rss0, rss1, (unsigned long long)mark);
+           "%ld KiB (from step %llu)\n",
+           s.rank, (unsigned long long)steps, mp_mono() - t0, fd0, fd1, rss0,
+           rss1, (unsigned long long)mark);
   dc_group_free(s.g);
   free(s.send);
   free(s.recv);

@@ -21,8 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (memcmp(in, out, sizeof out) != 0)
       abort(); /* a decoded header must encode back to the same bytes */
     char text[160], diff[400];
-    dc_frame want = {.kind = DC_FRAME_DATA, .opcode = DC_OPC_ALL_REDUCE,
-                     .dtype = DC_FLOAT32, .count = 10, .len = 40};
+    dc_frame want = {.kind = DC_FRAME_DATA,
+                     .opcode = DC_OPC_ALL_REDUCE,
+                     .dtype = DC_FLOAT32,
+                     .count = 10,
+                     .len = 40};
     dc_frame_describe(&f, text, sizeof text);
     dc_frame_diff(&want, &f, diff, sizeof diff);
     if (!memchr(text, '\0', sizeof text) || !memchr(diff, '\0', sizeof diff))

@@ -34,16 +34,16 @@
 static long pass, fails;
 static int rank, size;
 
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (cond) {                                          \
-      pass++;                                            \
-    } else {                                             \
-      fails++;                                           \
-      printf("rank %d/%d: FAIL ", rank, size);           \
-      printf(__VA_ARGS__);                               \
-      printf("\n");                                      \
-    }                                                    \
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (cond) {                                                                \
+      pass++;                                                                  \
+    } else {                                                                   \
+      fails++;                                                                 \
+      printf("rank %d/%d: FAIL ", rank, size);                                 \
+      printf(__VA_ARGS__);                                                     \
+      printf("\n");                                                            \
+    }                                                                          \
   } while (0)
 
 #define NOPS 64
@@ -58,8 +58,8 @@ typedef struct step {
   void *send, *recv;
 } step;
 
-static const dc_dtype dtypes[] = {DC_FLOAT32, DC_INT64, DC_UINT8, DC_FLOAT64,
-                                  DC_INT32, DC_BFLOAT16};
+static const dc_dtype dtypes[] = {DC_FLOAT32, DC_INT64, DC_UINT8,
+                                  DC_FLOAT64, DC_INT32, DC_BFLOAT16};
 
 /* Small integers in every dtype: sums of a few ranks are exact, so every
  * algorithm (ring, direct, single copy) gives the same bits. */
@@ -70,12 +70,24 @@ static void fill(void *buf, size_t n, dc_dtype t, int tag) {
     uint32_t fb;
     memcpy(&fb, &f, 4);
     switch (t) {
-    case DC_FLOAT32: ((float *)buf)[i] = f; break;
-    case DC_FLOAT64: ((double *)buf)[i] = v; break;
-    case DC_INT64: ((int64_t *)buf)[i] = v; break;
-    case DC_INT32: ((int32_t *)buf)[i] = v; break;
-    case DC_BFLOAT16: ((uint16_t *)buf)[i] = (uint16_t)(fb >> 16); break;
-    default: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case DC_FLOAT32:
+      ((float *)buf)[i] = f;
+      break;
+    case DC_FLOAT64:
+      ((double *)buf)[i] = v;
+      break;
+    case DC_INT64:
+      ((int64_t *)buf)[i] = v;
+      break;
+    case DC_INT32:
+      ((int32_t *)buf)[i] = v;
+      break;
+    case DC_BFLOAT16:
+      ((uint16_t *)buf)[i] = (uint16_t)(fb >> 16);
+      break;
+    default:
+      ((uint8_t *)buf)[i] = (uint8_t)v;
+      break;
     }
   }
 }
@@ -173,8 +185,9 @@ static int mixed(dc_group *g) {
   }
   int64_t one = 1, sum = 0;
   dc_status st = dc_all_sum(g, &one, &sum, 1, DC_INT64);
-  CHECK(st == DC_OK && sum == size, "blocking all_sum behind requests: %s, %lld",
-        dc_status_name(st), (long long)sum);
+  CHECK(st == DC_OK && sum == size,
+        "blocking all_sum behind requests: %s, %lld", dc_status_name(st),
+        (long long)sum);
   int done = 0;
   st = dc_test(req[0], &done); /* the blocking call drained the queue */
   CHECK(st == DC_OK && done, "dc_test after a blocking call: %s done %d",
@@ -191,8 +204,8 @@ static int mixed(dc_group *g) {
           dc_group_last_error(g));
     CHECK(memcmp(a[i].recv, b[i].recv, out_bytes(&a[i])) == 0,
           "op %d (kind %d, %s, count %zu): request result differs from "
-          "the blocking one", i, a[i].kind, dc_dtype_name(a[i].dtype),
-          a[i].count);
+          "the blocking one",
+          i, a[i].kind, dc_dtype_name(a[i].dtype), a[i].count);
   }
   /* Round 3: odd ranks blocking, even ranks requests, same ops: they match.
    * Each request is polled with dc_test until done. */
@@ -248,8 +261,8 @@ static int mismatch(dc_group *g) {
   printf("rank %d: %s: %s\n", rank, dc_status_name(st), dc_request_error(r[0]));
   for (int i = 1; i < 3; i++) {
     dc_status s2 = dc_wait(r[i]);
-    CHECK(s2 == st && strcmp(dc_request_error(r[i]),
-                             dc_request_error(r[0])) == 0,
+    CHECK(s2 == st &&
+              strcmp(dc_request_error(r[i]), dc_request_error(r[0])) == 0,
           "request %d behind: %s (%s)", i, dc_status_name(s2),
           dc_request_error(r[i]));
   }
@@ -307,7 +320,8 @@ static int lazy(dc_group *g) {
     double dt = mp_mono() - t0;
     CHECK(st == DC_OK && sums_ok(y[0], N, 7) && dt < 0.5,
           "blocking all_sum against rank 0's request nobody waited for: "
-          "%s after %.3f s (want < 0.5 s)", dc_status_name(st), dt);
+          "%s after %.3f s (want < 0.5 s)",
+          dc_status_name(st), dt);
   }
   for (int round = 0; round < 3; round++) {
     /* go lazy again, then three queued: waiting for the last runs all */
@@ -341,8 +355,7 @@ static int lazy(dc_group *g) {
     for (int i = 0; i < 3; i++)
       fill_k(x[i], N, 20 + i);
     CHECK(dc_iall_sum(g, x[0], y[0], N, DC_FLOAT64, r) == DC_OK, "issue a");
-    CHECK(dc_iall_sum(g, x[1], y[1], N, DC_FLOAT64, r + 1) == DC_OK,
-          "issue b");
+    CHECK(dc_iall_sum(g, x[1], y[1], N, DC_FLOAT64, r + 1) == DC_OK, "issue b");
     st = dc_all_sum(g, x[2], y[2], N, DC_FLOAT64);
     int d0 = 0, d1 = 0;
     dc_test(r[0], &d0);
@@ -402,8 +415,8 @@ static int kill_loop(dc_group *g, size_t mib) {
     int first = 0;
     while (dc_wait(r[first]) == DC_OK)
       first++;
-    printf("rank %d: ERR %s at %.6f: %s\n", rank, dc_status_name(st),
-           mp_wall(), dc_request_error(r[first]));
+    printf("rank %d: ERR %s at %.6f: %s\n", rank, dc_status_name(st), mp_wall(),
+           dc_request_error(r[first]));
     int same = 1;
     for (int i = first; i < 4; i++)
       same &= dc_wait(r[i]) == st &&

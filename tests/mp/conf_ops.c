@@ -26,15 +26,15 @@ static long pass, fails;
 static int rank, size;
 static dc_group *g;
 
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (cond) {                                          \
-      pass++;                                            \
-    } else if (fails++ < 10) {                           \
-      printf("rank %d/%d: FAIL ", rank, size);           \
-      printf(__VA_ARGS__);                               \
-      printf(" (%s)\n", dc_group_last_error(g));         \
-    }                                                    \
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (cond) {                                                                \
+      pass++;                                                                  \
+    } else if (fails++ < 10) {                                                 \
+      printf("rank %d/%d: FAIL ", rank, size);                                 \
+      printf(__VA_ARGS__);                                                     \
+      printf(" (%s)\n", dc_group_last_error(g));                               \
+    }                                                                          \
   } while (0)
 
 /* Random bytes of rank r's input for tag. */
@@ -56,30 +56,45 @@ static void small_of(int r, int tag, dc_dtype t, void *buf, size_t n) {
     unsigned char *e = (unsigned char *)buf + i * es;
     memset(e, 0, es);
     switch (t) {
-    case DC_BOOL: e[0] = (unsigned char)(v & 1); break;
-    case DC_FLOAT16: memcpy(e, &f16[v], 2); break;
-    case DC_BFLOAT16: { uint16_t h = (uint16_t)(fb >> 16); memcpy(e, &h, 2); } break;
-    case DC_FLOAT32: case DC_COMPLEX64: memcpy(e, &f, 4); break;
-    case DC_FLOAT64: { double d = v; memcpy(e, &d, 8); } break;
-    default: e[0] = (unsigned char)v; break; /* little-endian ints */
+    case DC_BOOL:
+      e[0] = (unsigned char)(v & 1);
+      break;
+    case DC_FLOAT16:
+      memcpy(e, &f16[v], 2);
+      break;
+    case DC_BFLOAT16: {
+      uint16_t h = (uint16_t)(fb >> 16);
+      memcpy(e, &h, 2);
+    } break;
+    case DC_FLOAT32:
+    case DC_COMPLEX64:
+      memcpy(e, &f, 4);
+      break;
+    case DC_FLOAT64: {
+      double d = v;
+      memcpy(e, &d, 8);
+    } break;
+    default:
+      e[0] = (unsigned char)v;
+      break; /* little-endian ints */
     }
   }
 }
 
 /* Run one op blocking or as a request waited on. */
-#define RUN(nb, blocking_call, request_call)                  \
-  ({                                                          \
-    dc_status st_;                                            \
-    if (!(nb)) {                                              \
-      st_ = blocking_call;                                    \
-    } else {                                                  \
-      dc_request *r_ = NULL;                                  \
-      st_ = request_call;                                     \
-      if (st_ == DC_OK)                                       \
-        st_ = dc_wait(r_);                                    \
-      dc_request_free(r_);                                    \
-    }                                                         \
-    st_;                                                      \
+#define RUN(nb, blocking_call, request_call)                                   \
+  ({                                                                           \
+    dc_status st_;                                                             \
+    if (!(nb)) {                                                               \
+      st_ = blocking_call;                                                     \
+    } else {                                                                   \
+      dc_request *r_ = NULL;                                                   \
+      st_ = request_call;                                                      \
+      if (st_ == DC_OK)                                                        \
+        st_ = dc_wait(r_);                                                     \
+      dc_request_free(r_);                                                     \
+    }                                                                          \
+    st_;                                                                       \
   })
 
 static void all_to_all(dc_dtype t, size_t n, int nb, int tag) {
@@ -146,19 +161,20 @@ static void rooted(dc_dtype t, size_t n, int root, int nb, int tag) {
   memset(b, 0xEE, all);
   for (int q = 0; q < size; q++)
     bytes_of(q, tag, want + (size_t)q * blk, blk);
-  dc_status st = RUN(nb, dc_gather(g, a, rank == root ? b : NULL, n, t, root),
-                     dc_igather(g, a, rank == root ? b : NULL, n, t, root, &r_));
+  dc_status st =
+      RUN(nb, dc_gather(g, a, rank == root ? b : NULL, n, t, root),
+          dc_igather(g, a, rank == root ? b : NULL, n, t, root, &r_));
   CHECK(st == DC_OK && (rank != root || memcmp(b, want, all) == 0),
-        "gather %s count %zu root %d nb %d: %s", dc_dtype_name(t), n, root,
-        nb, dc_status_name(st));
+        "gather %s count %zu root %d nb %d: %s", dc_dtype_name(t), n, root, nb,
+        dc_status_name(st));
   /* scatter: root's send is its "want" of the gather with tag + 1 */
   bytes_of(root, tag + 1, a, all);
   memset(b, 0xEE, blk);
   st = RUN(nb, dc_scatter(g, rank == root ? a : NULL, b, n, t, root),
            dc_iscatter(g, rank == root ? a : NULL, b, n, t, root, &r_));
   CHECK(st == DC_OK && memcmp(b, a + (size_t)rank * blk, blk) == 0,
-        "scatter %s count %zu root %d nb %d: %s", dc_dtype_name(t), n, root,
-        nb, dc_status_name(st));
+        "scatter %s count %zu root %d nb %d: %s", dc_dtype_name(t), n, root, nb,
+        dc_status_name(st));
   /* reduce_to: sum, and max where the dtype has one */
   for (int op = DC_SUM; op <= DC_MAX; op++) {
     if (op == DC_MAX && t == DC_COMPLEX64)
@@ -170,9 +186,10 @@ static void rooted(dc_dtype t, size_t n, int root, int nb, int tag) {
     }
     small_of(rank, tag + op, t, a, n);
     memset(b, 0xEE, blk);
-    st = RUN(nb, dc_reduce_to(g, a, rank == root ? b : NULL, n, t, (dc_op)op, root),
-             dc_ireduce_to(g, a, rank == root ? b : NULL, n, t, (dc_op)op,
-                           root, &r_));
+    st = RUN(nb,
+             dc_reduce_to(g, a, rank == root ? b : NULL, n, t, (dc_op)op, root),
+             dc_ireduce_to(g, a, rank == root ? b : NULL, n, t, (dc_op)op, root,
+                           &r_));
     CHECK(st == DC_OK && (rank != root || memcmp(b, want, blk) == 0),
           "reduce_to %s %s count %zu root %d nb %d: %s", dc_op_name((dc_op)op),
           dc_dtype_name(t), n, root, nb, dc_status_name(st));
@@ -248,7 +265,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--size") && i + 1 < argc &&
         (int)mp_parse_size("--size", argv[++i]) != size) {
-      printf("rank %d: FAIL world has %d ranks, want %s\n", rank, size, argv[i]);
+      printf("rank %d: FAIL world has %d ranks, want %s\n", rank, size,
+             argv[i]);
       return 1;
     }
     if (!strcmp(argv[i], "--quick"))

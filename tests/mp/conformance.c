@@ -110,8 +110,7 @@ static void check_data(conf *c, const char *what, dc_dtype t, size_t n,
     return;
   }
   failf(c, "%s %s count %zu: element %zu expected 0x%" PRIx64 " got 0x%" PRIx64,
-        what, dc_dtype_name(t), n, i,
-        elem_bits((const char *)exp + i * es, es),
+        what, dc_dtype_name(t), n, i, elem_bits((const char *)exp + i * es, es),
         elem_bits((const char *)got + i * es, es));
 }
 
@@ -138,33 +137,60 @@ static uint16_t bf16_of_int(int64_t v) {
   return (uint16_t)(bits >> 16);
 }
 
-#define PUT(type, expr)            \
-  do {                             \
-    type put_ = (type)(expr);      \
-    memcpy(dst, &put_, sizeof put_); \
+#define PUT(type, expr)                                                        \
+  do {                                                                         \
+    type put_ = (type)(expr);                                                  \
+    memcpy(dst, &put_, sizeof put_);                                           \
   } while (0)
 
 static void encode(dc_dtype t, val v, void *dst) {
   switch (t) {
-  case DC_BOOL: PUT(uint8_t, v.re != 0); break;
-  case DC_INT8: PUT(int8_t, v.re); break;
-  case DC_INT16: PUT(int16_t, v.re); break;
-  case DC_INT32: PUT(int32_t, v.re); break;
-  case DC_INT64: PUT(int64_t, v.re); break;
-  case DC_UINT8: PUT(uint8_t, v.re); break;
-  case DC_UINT16: PUT(uint16_t, v.re); break;
-  case DC_UINT32: PUT(uint32_t, v.re); break;
-  case DC_UINT64: PUT(uint64_t, v.re); break;
-  case DC_FLOAT16: PUT(uint16_t, half_of_int(v.re)); break;
-  case DC_BFLOAT16: PUT(uint16_t, bf16_of_int(v.re)); break;
-  case DC_FLOAT32: PUT(float, v.re); break;
-  case DC_FLOAT64: PUT(double, v.re); break;
+  case DC_BOOL:
+    PUT(uint8_t, v.re != 0);
+    break;
+  case DC_INT8:
+    PUT(int8_t, v.re);
+    break;
+  case DC_INT16:
+    PUT(int16_t, v.re);
+    break;
+  case DC_INT32:
+    PUT(int32_t, v.re);
+    break;
+  case DC_INT64:
+    PUT(int64_t, v.re);
+    break;
+  case DC_UINT8:
+    PUT(uint8_t, v.re);
+    break;
+  case DC_UINT16:
+    PUT(uint16_t, v.re);
+    break;
+  case DC_UINT32:
+    PUT(uint32_t, v.re);
+    break;
+  case DC_UINT64:
+    PUT(uint64_t, v.re);
+    break;
+  case DC_FLOAT16:
+    PUT(uint16_t, half_of_int(v.re));
+    break;
+  case DC_BFLOAT16:
+    PUT(uint16_t, bf16_of_int(v.re));
+    break;
+  case DC_FLOAT32:
+    PUT(float, v.re);
+    break;
+  case DC_FLOAT64:
+    PUT(double, v.re);
+    break;
   case DC_COMPLEX64: {
     float z[2] = {(float)v.re, (float)v.im};
     memcpy(dst, z, sizeof z);
     break;
   }
-  default: break;
+  default:
+    break;
   }
 }
 
@@ -200,15 +226,18 @@ static val combine(val a, val b, dc_dtype t, dc_op op) {
     if (t == DC_BOOL)
       return (val){a.re | b.re, 0};
     return (val){a.re + b.re, a.im + b.im};
-  case DC_MAX: return a.re > b.re ? a : b;
-  case DC_MIN: return a.re < b.re ? a : b;
-  default: return (val){a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+  case DC_MAX:
+    return a.re > b.re ? a : b;
+  case DC_MIN:
+    return a.re < b.re ? a : b;
+  default:
+    return (val){a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
   }
 }
 
 /* This rank's input for elements base .. base + n - 1. */
-static void fill_arith(void *buf, size_t n, size_t base, int rank,
-                       dc_dtype t, dc_op op, int tag) {
+static void fill_arith(void *buf, size_t n, size_t base, int rank, dc_dtype t,
+                       dc_op op, int tag) {
   size_t es = dc_dtype_size(t);
   for (size_t i = 0; i < n; i++)
     encode(t, arith_input(rank, base + i, t, op, tag), (char *)buf + i * es);
@@ -246,8 +275,8 @@ static int unsupported(dc_dtype t, dc_op op) {
 static void test_all_reduce(conf *c, dc_dtype t, dc_op op, size_t n) {
   size_t bytes = n * dc_dtype_size(t);
   char what[64];
-  void *send = mp_alloc(bytes), *recv = mp_alloc(bytes),
-       *exp = mp_alloc(bytes), *keep = mp_alloc(bytes);
+  void *send = mp_alloc(bytes), *recv = mp_alloc(bytes), *exp = mp_alloc(bytes),
+       *keep = mp_alloc(bytes);
   fill_arith(send, n, 0, c->rank, t, op, 0);
   memcpy(keep, send, bytes);
   memset(recv, 0xA5, bytes);
@@ -260,8 +289,8 @@ static void test_all_reduce(conf *c, dc_dtype t, dc_op op, size_t n) {
     check_data(c, what, t, n, recv, exp);
     check_data(c, "all_reduce send buffer kept", t, n, send, keep);
     snprintf(what, sizeof what, "all_reduce(%s) in place", dc_op_name(op));
-    if (check_status(c, what, t, n,
-                     dc_all_reduce(c->g, send, send, n, t, op), DC_OK))
+    if (check_status(c, what, t, n, dc_all_reduce(c->g, send, send, n, t, op),
+                     DC_OK))
       check_data(c, what, t, n, send, exp);
   }
   free(send), free(recv), free(exp), free(keep);
@@ -404,9 +433,10 @@ static void test_big(conf *c) {
     if (bad == n)
       c->pass++;
     else
-      failf(c, "all_sum > 2 GiB uint8 count %zu: element %zu expected 0x%x "
-               "got 0x%x", n, bad, (uint8_t)(sz * big_base(bad) + add),
-            recv[bad]);
+      failf(c,
+            "all_sum > 2 GiB uint8 count %zu: element %zu expected 0x%x "
+            "got 0x%x",
+            n, bad, (uint8_t)(sz * big_base(bad) + add), recv[bad]);
   }
   free(send), free(recv);
 }
@@ -438,7 +468,7 @@ static void default_counts(conf *c, int quick) {
 static void parse_counts(conf *c, char *list) {
   for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ","))
     add_count(c, strcmp(tok, "mib") == 0 ? MIB_COUNT
-                                          : mp_parse_size("count", tok));
+                                         : mp_parse_size("count", tok));
 }
 
 int main(int argc, char **argv) {
@@ -475,8 +505,8 @@ int main(int argc, char **argv) {
   else
     for (int t = 0; t < DC_DTYPE_COUNT; t++)
       run_dtype(&c, (dc_dtype)t);
-  printf("rank %d/%d: %ld checks passed, %ld failed\n", c.rank, c.size,
-         c.pass, c.fail);
+  printf("rank %d/%d: %ld checks passed, %ld failed\n", c.rank, c.size, c.pass,
+         c.fail);
   dc_group_free(c.g);
   return c.fail ? 1 : 0;
 }

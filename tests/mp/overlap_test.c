@@ -19,30 +19,32 @@
 
 static int passed, failed, rank, size;
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (cond) {                                                               \
-      passed++;                                                               \
-    } else {                                                                  \
-      failed++;                                                               \
-      fprintf(stderr, "rank %d: %s:%d: FAILED %s: ", rank, __FILE__,          \
-              __LINE__, #cond);                                               \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-    }                                                                         \
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (cond) {                                                                \
+      passed++;                                                                \
+    } else {                                                                   \
+      failed++;                                                                \
+      fprintf(stderr, "rank %d: %s:%d: FAILED %s: ", rank, __FILE__, __LINE__, \
+              #cond);                                                          \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+    }                                                                          \
   } while (0)
 
 enum { NT = 23 };
 
 /* A list like a small model's: float32 layers of odd sizes with float64,
  * float16, int32 and empty tensors among them. */
-static const size_t counts[NT] = {1,   777, 4099, 0,   33, 1024, 5,  70000,
-                                  129, 2,   999,  513, 0,  64,   17, 3000,
-                                  1,   256, 12345, 8,  40, 7,    600};
+static const size_t counts[NT] = {1,   777, 4099,  0,   33, 1024, 5,  70000,
+                                  129, 2,   999,   513, 0,  64,   17, 3000,
+                                  1,   256, 12345, 8,   40, 7,    600};
 
 static dc_dtype dtype_of(int i) {
-  return i % 7 == 3 ? DC_FLOAT64 : i % 7 == 5 ? DC_FLOAT16
-         : i % 11 == 9 ? DC_INT32 : DC_FLOAT32;
+  return i % 7 == 3    ? DC_FLOAT64
+         : i % 7 == 5  ? DC_FLOAT16
+         : i % 11 == 9 ? DC_INT32
+                       : DC_FLOAT32;
 }
 
 /* Rank-dependent, inexact values: sums round, so the bits depend on the
@@ -54,10 +56,19 @@ static void fill(unsigned char **buf, dc_tensor *t) {
     for (size_t j = 0; j < c; j++) {
       double x = sin(0.37 * (double)j + i) * (1.0 + rank * 0.3131) / 3.0;
       switch (d) {
-      case DC_FLOAT64: ((double *)buf[i])[j] = x; break;
-      case DC_FLOAT16: ((uint16_t *)buf[i])[j] = (uint16_t)(0x3000 + (j * 7 + rank * 13 + i) % 0x0c00); break;
-      case DC_INT32: ((int32_t *)buf[i])[j] = (int32_t)(x * 1e6) - rank; break;
-      default: ((float *)buf[i])[j] = (float)x; break;
+      case DC_FLOAT64:
+        ((double *)buf[i])[j] = x;
+        break;
+      case DC_FLOAT16:
+        ((uint16_t *)buf[i])[j] =
+            (uint16_t)(0x3000 + (j * 7 + rank * 13 + i) % 0x0c00);
+        break;
+      case DC_INT32:
+        ((int32_t *)buf[i])[j] = (int32_t)(x * 1e6) - rank;
+        break;
+      default:
+        ((float *)buf[i])[j] = (float)x;
+        break;
       }
     }
     t[i] = (dc_tensor){c ? buf[i] : NULL, c, d};

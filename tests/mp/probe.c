@@ -6,8 +6,8 @@
  *       dc_init again; it must fail the same way (else a "BUG" line).
  *   probe loop MIB ITERS [--die RANK:MS] [--linger S]
  *       all_sum of MIB MiB of float32, ITERS times. Prints "rank R ready pid P"
- *       after the first. On failure: "rank R: ERR <STATUS> at <wall>: <detail>",
- *       then checks the group is poisoned and frees it; exit 4 (after
+ *       after the first. On failure: "rank R: ERR <STATUS> at <wall>:
+ * <detail>", then checks the group is poisoned and frees it; exit 4 (after
  *       sleeping S seconds, so a launcher reports the first failure first).
  *       --die: rank RANK SIGKILLs itself MS ms into the second all_sum.
  *   probe mismatch KIND COUNT [ODD]
@@ -75,8 +75,8 @@ static int cmd_init(int argc, char **argv) {
     dc_group_free(g);
     return 3;
   }
-  printf("OK rank %d size %d backend %s\n", dc_group_rank(g),
-         dc_group_size(g), dc_group_backend(g));
+  printf("OK rank %d size %d backend %s\n", dc_group_rank(g), dc_group_size(g),
+         dc_group_backend(g));
   dc_group_free(g);
   return 0;
 }
@@ -198,7 +198,8 @@ static int canary_hit(const float *buf, size_t used, size_t room, int rank) {
   for (size_t i = used; i < room; i++)
     if (buf[i] != CANARY) {
       printf("rank %d: CANARY element %zu written (this rank's call may "
-             "write %zu)\n", rank, i, used);
+             "write %zu)\n",
+             rank, i, used);
       return 1;
     }
   return 0;
@@ -225,8 +226,8 @@ static int cmd_mismatch(int argc, char **argv) {
   const char *where = ""; /* the broadcast itself must fail: receivers ack */
   double dt = mp_mono() - t0;
   if (st == DC_OK) {
-    printf("rank %d: mismatch-%s: OK (no error after %.3f s)\n", rank,
-           argv[0], dt);
+    printf("rank %d: mismatch-%s: OK (no error after %.3f s)\n", rank, argv[0],
+           dt);
     dc_group_free(g);
     free(buf);
     return 1;
@@ -297,8 +298,8 @@ static void zero_counts(tally *t, dc_group *g) {
          dc_all_gather(g, NULL, NULL, 0, DC_INT32), DC_OK);
   expect(t, g, "sum_scatter count 0 NULL",
          dc_sum_scatter(g, NULL, NULL, 0, DC_INT32), DC_OK);
-  expect(t, g, "broadcast count 0 NULL",
-         dc_broadcast(g, NULL, 0, DC_INT32, 0), DC_OK);
+  expect(t, g, "broadcast count 0 NULL", dc_broadcast(g, NULL, 0, DC_INT32, 0),
+         DC_OK);
   if (dc_group_size(g) < 2)
     return;
   if (t->rank == 0)
@@ -313,8 +314,7 @@ static void bad_peers(tally *t, dc_group *g, float *b) {
          DC_ERR_INVALID);
   expect(t, g, "recv from self", dc_recv(g, b, 1, DC_FLOAT32, t->rank),
          DC_ERR_INVALID);
-  expect(t, g, "send to size", dc_send(g, b, 1, DC_FLOAT32, n),
-         DC_ERR_INVALID);
+  expect(t, g, "send to size", dc_send(g, b, 1, DC_FLOAT32, n), DC_ERR_INVALID);
   expect(t, g, "recv from -1", dc_recv(g, b, 1, DC_FLOAT32, -1),
          DC_ERR_INVALID);
   expect(t, g, "broadcast root size", dc_broadcast(g, b, 1, DC_FLOAT32, n),
@@ -374,8 +374,8 @@ static void still_usable(tally *t, dc_group *g) {
          DC_OK);
   if (memcmp(v, want, sizeof v) != 0) {
     t->fail++;
-    printf("rank %d: FAIL all_sum after errors gave %g %g %g\n", t->rank,
-           v[0], v[1], v[2]);
+    printf("rank %d: FAIL all_sum after errors gave %g %g %g\n", t->rank, v[0],
+           v[1], v[2]);
   }
 }
 
@@ -438,7 +438,8 @@ static int cmd_token(void) {
     st = dc_all_sum(sub, &x, &x, 1, DC_FLOAT32);
   if (st != DC_OK || x != (float)dc_group_size(g))
     printf("BUG rank %d: split after init: %s (%s), sum %g\n", rank,
-           dc_status_name(st), dc_last_error(), (double)x), bad = 1;
+           dc_status_name(st), dc_last_error(), (double)x),
+        bad = 1;
   dc_group_free(sub);
   dc_group_free(g);
   if (!bad)

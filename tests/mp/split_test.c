@@ -61,9 +61,9 @@ static int k_tie(int r, int n) { return (void)r, (void)n, 0; }
 static int k_rotate(int r, int n) { return (r + 1) % n; }
 
 static const rule rules[] = {
-    {"parity", c_parity, k_none},  {"pairs", c_pairs, k_none},
-    {"reverse", c_all, k_reverse}, {"ties", c_all, k_tie},
-    {"rotate", c_all, k_rotate},   {"parity-reversed", c_parity, k_reverse},
+    {"parity", c_parity, k_none},    {"pairs", c_pairs, k_none},
+    {"reverse", c_all, k_reverse},   {"ties", c_all, k_tie},
+    {"rotate", c_all, k_rotate},     {"parity-reversed", c_parity, k_reverse},
     {"evens-only", c_evens, k_none},
 };
 
@@ -107,9 +107,8 @@ static void check_sum(tally *t, dc_group *sub, const char *name,
     want += members[i] + 1;
   dc_status st = dc_all_sum(sub, v, v, 2, DC_INT64);
   check(t, st == DC_OK && v[0] == want && v[1] == m,
-        "%s: all_sum gave %s %lld %lld, want %lld %d", name,
-        dc_status_name(st), (long long)v[0], (long long)v[1],
-        (long long)want, m);
+        "%s: all_sum gave %s %lld %lld, want %lld %d", name, dc_status_name(st),
+        (long long)v[0], (long long)v[1], (long long)want, m);
 }
 
 /* Sub-rank 0 sends its parent rank to the last sub-rank. */
@@ -122,16 +121,16 @@ static void check_p2p(tally *t, dc_group *sub, const char *name,
   dc_status st = me == 0 ? dc_send(sub, &v, 1, DC_INT32, m - 1)
                          : dc_recv(sub, &v, 1, DC_INT32, 0);
   check(t, st == DC_OK && v == members[0],
-        "%s: send/recv gave %s value %d, want %d", name, dc_status_name(st),
-        v, members[0]);
+        "%s: send/recv gave %s value %d, want %d", name, dc_status_name(st), v,
+        members[0]);
 }
 
 static void run_rule(tally *t, dc_group *world, const rule *ru) {
   int n = dc_group_size(world), members[MAXR];
   int m = expected_members(ru, t->rank, n, members);
   dc_group *sub = NULL;
-  dc_status st = dc_group_split(world, ru->color(t->rank, n),
-                                ru->key(t->rank, n), &sub);
+  dc_status st =
+      dc_group_split(world, ru->color(t->rank, n), ru->key(t->rank, n), &sub);
   check(t, st == DC_OK, "%s: split returned %s: %s", ru->name,
         dc_status_name(st), dc_group_last_error(world));
   if (ru->color(t->rank, n) == DC_UNDEFINED) {

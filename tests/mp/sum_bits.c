@@ -3,8 +3,8 @@
  * copy). Every rank must hold the same bits, and with --rank-order they
  * must equal the sum taken in rank order (what single copy and direct
  * compute; over 2 ranks every path does, so DISTCOMM_CMA=0, =1 and the
- * default, which times both, give identical bits). Every rank prints "... N passed, F failed" (launch.sh).
- * Usage: sum_bits [--rank-order] */
+ * default, which times both, give identical bits). Every rank prints "... N
+ * passed, F failed" (launch.sh). Usage: sum_bits [--rank-order] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +51,10 @@ static int check(dc_group *g, size_t n, int in_place, int rank_order) {
     for (int q = 1; q < size; q++)
       want += input(q, i);
     if (memcmp(&want, &out[i], 4) != 0) {
-      fprintf(stderr, "rank %d: all_sum of %zu (%s): element %zu is %.9g, "
-              "rank order gives %.9g\n", rank, n,
-              in_place ? "in place" : "out of place", i, out[i], want);
+      fprintf(stderr,
+              "rank %d: all_sum of %zu (%s): element %zu is %.9g, "
+              "rank order gives %.9g\n",
+              rank, n, in_place ? "in place" : "out of place", i, out[i], want);
       bad++;
       break;
     }
@@ -75,8 +76,8 @@ int main(int argc, char **argv) {
       bad += b != 0;
       passed += b == 0;
     }
-  printf("rank %d: sum_bits: %d passed, %d failed\n", dc_group_rank(g),
-         passed, bad);
+  printf("rank %d: sum_bits: %d passed, %d failed\n", dc_group_rank(g), passed,
+         bad);
   dc_group_free(g);
   return bad ? 1 : 0;
 }

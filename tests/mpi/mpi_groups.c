@@ -48,8 +48,8 @@ static uint16_t half_of(int v) {
  * ranks, sum_scatter, broadcast from the last rank, send/recv. */
 static void in_group(dc_group *sub, const char *name, int parent_rank) {
   int r = dc_group_rank(sub), n = dc_group_size(sub);
-  check(strcmp(dc_group_backend(sub), "mpi") == 0 || n == 1,
-        "%s: backend %s", name, dc_group_backend(sub));
+  check(strcmp(dc_group_backend(sub), "mpi") == 0 || n == 1, "%s: backend %s",
+        name, dc_group_backend(sub));
   float f = 1.0f;
   check(dc_all_sum(sub, &f, &f, 1, DC_FLOAT32) == DC_OK && f == (float)n,
         "%s: all_sum float32 gave %g, want %d", name, f, n);

@@ -111,8 +111,13 @@ static int until_closed(int fd, double secs, unsigned char *got, size_t *n,
 }
 
 static dc_hello hello(uint64_t job, uint32_t size, int token) {
-  dc_hello h = {.kind = DC_HELLO, .version = DC_WIRE_VERSION, .job = job,
-                .group = 1, .rank = 1, .size = size, .lane = 0,
+  dc_hello h = {.kind = DC_HELLO,
+                .version = DC_WIRE_VERSION,
+                .job = job,
+                .group = 1,
+                .rank = 1,
+                .size = size,
+                .lane = 0,
                 .flags = token ? DC_HELLO_TOKEN : 0};
   for (int i = 0; i < DC_NONCE_BYTES; i++)
     h.nonce[i] = (unsigned char)rand();
@@ -126,7 +131,9 @@ static void speak(const char *mode, int fd, uint64_t job, uint32_t size) {
     const char junk[] = "GET / HTTP/1.0\r\n\r\n\x00\xff\xfe garbage";
     send_all(fd, junk, sizeof junk);
   } else if (strcmp(mode, "huge") == 0) {
-    dc_frame f = {.kind = DC_FRAME_DATA, .opcode = 1, .count = 1ull << 60,
+    dc_frame f = {.kind = DC_FRAME_DATA,
+                  .opcode = 1,
+                  .count = 1ull << 60,
                   .len = 1ull << 62};
     dc_frame_encode(&f, b);
     memset(b + DC_FRAME_BYTES, 0xab, 64);
@@ -135,8 +142,10 @@ static void speak(const char *mode, int fd, uint64_t job, uint32_t size) {
     dc_hello h = hello(job, size, 0);
     dc_hello_encode(&h, b);
     send_all(fd, b, DC_HELLO_BYTES);
-    static const char text[] = "evil\x1b]0;owned\x07\x1b[2J\r\n\x9b" "31m done";
-    dc_frame f = {.kind = DC_FRAME_ABORT, .len = sizeof text - 1,
+    static const char text[] = "evil\x1b]0;owned\x07\x1b[2J\r\n\x9b"
+                               "31m done";
+    dc_frame f = {.kind = DC_FRAME_ABORT,
+                  .len = sizeof text - 1,
                   .aux = (uint32_t)DC_ERR_PEER_LOST};
     unsigned char hb[DC_FRAME_BYTES];
     dc_frame_encode(&f, hb);
@@ -146,8 +155,8 @@ static void speak(const char *mode, int fd, uint64_t job, uint32_t size) {
   } else if (strcmp(mode, "wrong-job") == 0 || strcmp(mode, "no-token") == 0 ||
              strcmp(mode, "wrong-token") == 0 || strcmp(mode, "squat") == 0) {
     int token = strcmp(mode, "wrong-token") == 0 || strcmp(mode, "squat") == 0;
-    dc_hello h = hello(strcmp(mode, "wrong-job") == 0 ? job + 1 : job, size,
-                       token);
+    dc_hello h =
+        hello(strcmp(mode, "wrong-job") == 0 ? job + 1 : job, size, token);
     dc_hello_encode(&h, b);
     send_all(fd, b, DC_HELLO_BYTES);
   }
@@ -171,7 +180,9 @@ static void bluff(int fd) {
   dc_hello h;
   printf("stranger wrong-token: the rank sent %zu bytes (%s)\n", have,
          have >= DC_HELLO_BYTES && dc_hello_decode(b, &h) == DC_OK &&
-                 h.kind == DC_HELLO_OK ? "OK and its proof" : "no OK");
+                 h.kind == DC_HELLO_OK
+             ? "OK and its proof"
+             : "no OK");
   for (int i = 0; i < 32; i++)
     mac[i] = (unsigned char)rand();
   dc_proof_encode(mac, b);
@@ -183,8 +194,7 @@ static int verdict(const char *mode, int fd) {
   size_t n;
   double t0 = now();
   int hold = strcmp(mode, "silent") == 0 || strcmp(mode, "squat") == 0;
-  int closed = until_closed(fd, hold ? 30 : 10, got,
-                            &n, sizeof got);
+  int closed = until_closed(fd, hold ? 30 : 10, got, &n, sizeof got);
   dc_hello h = {0};
   int reply = n >= DC_HELLO_BYTES && dc_hello_decode(got, &h) == DC_OK;
   if (reply && h.kind == DC_HELLO_REFUSED)

@@ -50,11 +50,11 @@
 
 typedef struct item { /* a posted send or receive, not yet matched */
   struct item *next;
-  int rank;           /* who posted it */
-  int counted;        /* its batch waits for it */
-  dc_xfer x;          /* eager sends: x.buf is the queued copy (owned) */
+  int rank;    /* who posted it */
+  int counted; /* its batch waits for it */
+  dc_xfer x;   /* eager sends: x.buf is the queued copy (owned) */
   void *owned;
-  dc_frame hdr;       /* what a frame header would carry */
+  dc_frame hdr; /* what a frame header would carry */
 } item;
 
 typedef struct queue {
@@ -69,23 +69,23 @@ struct mesh;
 typedef struct rank_state {
   struct mesh *m;
   int rank;
-  int pending;         /* transfers of the current batch not yet done */
+  int pending; /* transfers of the current batch not yet done */
   int waiting, exited;
-  pthread_cond_t cv;   /* signalled when this rank's batch may be done */
-  int case_id;         /* the case running (-1: between cases) */
-  const char *buf[2];  /* what peers may pull from during it */
+  pthread_cond_t cv;  /* signalled when this rank's batch may be done */
+  int case_id;        /* the case running (-1: between cases) */
+  const char *buf[2]; /* what peers may pull from during it */
   size_t len[2];
-  int no_pull;         /* some rank of this case cannot pull */
-  dc_tune tune;        /* this rank's tuner (pull cases with a tuner) */
+  int no_pull;  /* some rank of this case cannot pull */
+  dc_tune tune; /* this rank's tuner (pull cases with a tuner) */
 } rank_state;
 
 struct plan;
 typedef struct mesh {
-  pthread_mutex_t mu;  /* guards everything here; one for the mesh */
+  pthread_mutex_t mu; /* guards everything here; one for the mesh */
   int n, rendezvous;
-  double wait_s;       /* the bound on one batch */
+  double wait_s; /* the bound on one batch */
   const struct plan *plan;
-  int *entered;        /* per case: ranks that entered it (barriers) */
+  int *entered; /* per case: ranks that entered it (barriers) */
   chan ch[MAX_RANKS][MAX_RANKS][MAX_LANES]; /* [from][to][lane] */
   rank_state rs[MAX_RANKS];
   int failed;
@@ -136,12 +136,13 @@ static void check_batch(mesh *m, const dc_comm *c, const dc_xfer *x, int n) {
   for (int i = 0; i < n && !m->failed; i++) {
     if (x[i].peer < 0 || x[i].peer >= m->n || x[i].peer == c->rank)
       mesh_fail(m, "rank %d addresses rank %d in a group of %d", c->rank,
-           x[i].peer, m->n);
+                x[i].peer, m->n);
     else if (x[i].lane < 0 || x[i].lane >= c->lanes || x[i].lane >= MAX_LANES)
       mesh_fail(m, "rank %d uses lane %d of %d", c->rank, x[i].lane, c->lanes);
     else if (c->neighbours_only && !neighbour(m, c->rank, x[i].peer))
-      mesh_fail(m, "rank %d addresses rank %d, not a neighbour (neighbours_only)",
-           c->rank, x[i].peer);
+      mesh_fail(m,
+                "rank %d addresses rank %d, not a neighbour (neighbours_only)",
+                c->rank, x[i].peer);
     else if (x[i].is_send && x[i].reduce)
       mesh_fail(m, "rank %d: a send that reduces", c->rank);
     else if (x[i].reduce && x[i].src && x[i].src != x[i].buf &&
@@ -153,14 +154,17 @@ static void check_batch(mesh *m, const dc_comm *c, const dc_xfer *x, int n) {
         continue;
       if ((j < i || x[j].is_send) &&
           overlap(x[i].buf, x[i].len, x[j].buf, x[j].len))
-        mesh_fail(m, "rank %d: in one batch, a receive from rank %d overlaps a "
-                "%s %s rank %d", c->rank, x[i].peer,
-             x[j].is_send ? "send" : "receive", x[j].is_send ? "to" : "from",
-             x[j].peer);
+        mesh_fail(m,
+                  "rank %d: in one batch, a receive from rank %d overlaps a "
+                  "%s %s rank %d",
+                  c->rank, x[i].peer, x[j].is_send ? "send" : "receive",
+                  x[j].is_send ? "to" : "from", x[j].peer);
       if (x[j].reduce && x[j].src &&
           overlap(x[i].buf, x[i].len, x[j].src, x[j].len))
-        mesh_fail(m, "rank %d: in one batch, a receive overlaps another "
-                "receive's src", c->rank);
+        mesh_fail(m,
+                  "rank %d: in one batch, a receive overlaps another "
+                  "receive's src",
+                  c->rank);
     }
   }
 }
@@ -170,20 +174,21 @@ static void complete(mesh *m, item *s, item *r) {
   size_t len = r->x.len;
   char diff[400];
   if (s->x.len != len) {
-    mesh_fail(m, "rank %d sent %zu bytes to rank %d on lane %d, which expected "
-            "%zu: lengths must match", s->rank, s->x.len, r->rank, s->x.lane,
-         len);
+    mesh_fail(m,
+              "rank %d sent %zu bytes to rank %d on lane %d, which expected "
+              "%zu: lengths must match",
+              s->rank, s->x.len, r->rank, s->x.lane, len);
   } else {
     dc_frame_diff(&r->hdr, &s->hdr, diff, sizeof diff);
     if (diff[0])
-      mesh_fail(m, "rank %d from rank %d: header mismatch: %s", r->rank, s->rank,
-           diff);
+      mesh_fail(m, "rank %d from rank %d: header mismatch: %s", r->rank,
+                s->rank, diff);
   }
   dc_dtype dt = (dc_dtype)r->hdr.dtype;
   size_t es = dc_dtype_size(dt);
   if (!m->failed && r->x.reduce && len % es)
-    mesh_fail(m, "rank %d: reducing receive of %zu bytes, not whole %s", r->rank,
-         len, dc_dtype_name(dt));
+    mesh_fail(m, "rank %d: reducing receive of %zu bytes, not whole %s",
+              r->rank, len, dc_dtype_name(dt));
   if (!m->failed && r->x.reduce) {
     if (r->x.src && r->x.src != r->x.buf)
       memcpy(r->x.buf, r->x.src, len);
@@ -211,9 +216,13 @@ static void post(mesh *m, const dc_comm *c, const dc_xfer *x) {
   }
   it->rank = c->rank;
   it->x = *x;
-  it->hdr = (dc_frame){.kind = DC_FRAME_DATA, .opcode = c->opcode,
-                       .dtype = (uint8_t)c->dtype, .redop = (uint8_t)c->op,
-                       .seq = c->seq, .count = c->count, .len = x->len,
+  it->hdr = (dc_frame){.kind = DC_FRAME_DATA,
+                       .opcode = c->opcode,
+                       .dtype = (uint8_t)c->dtype,
+                       .redop = (uint8_t)c->op,
+                       .seq = c->seq,
+                       .count = c->count,
+                       .len = x->len,
                        .aux = c->aux};
   int from = x->is_send ? c->rank : x->peer;
   int to = x->is_send ? x->peer : c->rank;
@@ -254,12 +263,13 @@ static void describe_queues(const mesh *m, char *out, size_t n) {
         if (ch->recvs.head)
           at += (size_t)snprintf(out + at, n - at,
                                  "; rank %d waits for %zu bytes from rank %d "
-                                 "lane %d", t, ch->recvs.head->x.len, f, l);
+                                 "lane %d",
+                                 t, ch->recvs.head->x.len, f, l);
         if (ch->sends.head && at + 1 < n)
           at += (size_t)snprintf(out + at, n - at,
                                  "; %zu bytes from rank %d to rank %d lane %d "
-                                 "not received", ch->sends.head->x.len, f, t,
-                                 l);
+                                 "not received",
+                                 ch->sends.head->x.len, f, t, l);
       }
 }
 
@@ -284,7 +294,7 @@ static void wait_batch(mesh *m, rank_state *me) {
     if (pthread_cond_timedwait(&me->cv, &m->mu, &until) == ETIMEDOUT &&
         me->pending > 0)
       mesh_fail(m, "rank %d: batch not done after %.1f s (timed out)", me->rank,
-           m->wait_s);
+                m->wait_s);
   }
   me->waiting = 0;
 }
@@ -321,18 +331,18 @@ static dc_status fake_pull(dc_comm *c, int peer, void *dst, uint64_t src,
   pthread_mutex_lock(&m->mu);
   if (peer < 0 || peer >= m->n || peer == c->rank)
     mesh_fail(m, "rank %d pulls from rank %d in a group of %d", c->rank, peer,
-         m->n);
+              m->n);
   else if (!c->pull_ok || me->no_pull)
     mesh_fail(m, "rank %d pulls from rank %d although a rank cannot pull",
-         c->rank, peer);
+              c->rank, peer);
   else if (c->neighbours_only && !neighbour(m, c->rank, peer))
     mesh_fail(m, "rank %d pulls from rank %d, not a neighbour", c->rank, peer);
   else if (m->rs[peer].case_id != me->case_id)
     mesh_fail(m, "rank %d pulls from rank %d, which has left the op", c->rank,
-         peer);
+              peer);
   else if (!inside(&m->rs[peer], src, len))
     mesh_fail(m, "rank %d pulls %zu bytes outside rank %d's buffers", c->rank,
-         len, peer);
+              len, peer);
   int failed = m->failed;
   pthread_mutex_unlock(&m->mu);
   if (failed)
@@ -342,27 +352,65 @@ static dc_status fake_pull(dc_comm *c, int peer, void *dst, uint64_t src,
   return DC_OK;
 }
 
-/* ---- test cases ----------------------------------------------------------- */
+/* ---- test cases -----------------------------------------------------------
+ */
 
 typedef enum algo {
-  AR, RING_AR, DIRECT_AR, PULL_AR,
-  AG, RING_AG, DIRECT_AG, PULL_AG,
-  RS, RING_RS, DIRECT_RS, PULL_RS,
-  BC, RING_BC,
-  BARRIER, RING_BARRIER, DIRECT_BARRIER,
+  AR,
+  RING_AR,
+  DIRECT_AR,
+  PULL_AR,
+  AG,
+  RING_AG,
+  DIRECT_AG,
+  PULL_AG,
+  RS,
+  RING_RS,
+  DIRECT_RS,
+  PULL_RS,
+  BC,
+  RING_BC,
+  BARRIER,
+  RING_BARRIER,
+  DIRECT_BARRIER,
   /* wrong on purpose: the mesh must catch them */
-  BAD_LEN, BAD_DEADLOCK, BAD_NEIGHBOUR, BAD_LEFTOVER, BAD_OVERLAP,
-  BAD_HEADER, BAD_LANE, BAD_ORDER, BAD_SLOW,
+  BAD_LEN,
+  BAD_DEADLOCK,
+  BAD_NEIGHBOUR,
+  BAD_LEFTOVER,
+  BAD_OVERLAP,
+  BAD_HEADER,
+  BAD_LANE,
+  BAD_ORDER,
+  BAD_SLOW,
 } algo;
 
-static const char *const algo_names[] = {
-    "all_reduce", "ring_all_reduce", "direct_all_reduce", "pull_all_reduce",
-    "all_gather", "ring_all_gather", "direct_all_gather", "pull_all_gather",
-    "reduce_scatter", "ring_reduce_scatter", "direct_reduce_scatter",
-    "pull_reduce_scatter", "broadcast", "ring_broadcast", "barrier",
-    "ring_barrier", "direct_barrier", "bad_len", "bad_deadlock",
-    "bad_neighbour", "bad_leftover", "bad_overlap", "bad_header", "bad_lane",
-    "bad_order", "bad_slow"};
+static const char *const algo_names[] = {"all_reduce",
+                                         "ring_all_reduce",
+                                         "direct_all_reduce",
+                                         "pull_all_reduce",
+                                         "all_gather",
+                                         "ring_all_gather",
+                                         "direct_all_gather",
+                                         "pull_all_gather",
+                                         "reduce_scatter",
+                                         "ring_reduce_scatter",
+                                         "direct_reduce_scatter",
+                                         "pull_reduce_scatter",
+                                         "broadcast",
+                                         "ring_broadcast",
+                                         "barrier",
+                                         "ring_barrier",
+                                         "direct_barrier",
+                                         "bad_len",
+                                         "bad_deadlock",
+                                         "bad_neighbour",
+                                         "bad_leftover",
+                                         "bad_overlap",
+                                         "bad_header",
+                                         "bad_lane",
+                                         "bad_order",
+                                         "bad_slow"};
 
 /* OUT: separate buffers; SAME: send == recv; SLOT: all_gather's send, or
  * reduce_scatter's recv, is this rank's block of the big buffer. */
@@ -396,16 +444,22 @@ static void add(plan *p, tcase t) {
   p->v[p->n++] = t;
 }
 
-static int family(algo a) { return a <= PULL_RS ? (int)a / 4 : 3 + (a >= BARRIER); }
+static int family(algo a) {
+  return a <= PULL_RS ? (int)a / 4 : 3 + (a >= BARRIER);
+}
 enum { F_AR, F_AG, F_RS, F_BC, F_BARRIER };
 
-static int is_pull(algo a) { return a == PULL_AR || a == PULL_AG || a == PULL_RS; }
+static int is_pull(algo a) {
+  return a == PULL_AR || a == PULL_AG || a == PULL_RS;
+}
 
 static void describe(const tcase *t, int n, int id, char *out, size_t len) {
-  snprintf(out, len, "case #%d %s: n=%d lanes=%d count=%zu %s %s, %s, root %d, "
-           "pull mode %d%s", id, algo_names[t->a], n, t->lanes, t->count,
-           dc_dtype_name(t->dtype), dc_op_name(t->op), place_names[t->place],
-           t->root, t->pull, t->neighbours ? ", neighbours only" : "");
+  snprintf(out, len,
+           "case #%d %s: n=%d lanes=%d count=%zu %s %s, %s, root %d, "
+           "pull mode %d%s",
+           id, algo_names[t->a], n, t->lanes, t->count, dc_dtype_name(t->dtype),
+           dc_op_name(t->op), place_names[t->place], t->root, t->pull,
+           t->neighbours ? ", neighbours only" : "");
 }
 
 /* Inputs are small integers, so every dtype holds them and every
@@ -422,11 +476,20 @@ static long fold(const tcase *t, int n, size_t i) {
   for (int q = 1; q < n; q++) {
     long v = val(t, q, i);
     switch (t->op) {
-    case DC_SUM: acc += v; break;
-    case DC_MAX: acc = v > acc ? v : acc; break;
-    case DC_MIN: acc = v < acc ? v : acc; break;
-    case DC_PROD: acc *= v; break;
-    default: break;
+    case DC_SUM:
+      acc += v;
+      break;
+    case DC_MAX:
+      acc = v > acc ? v : acc;
+      break;
+    case DC_MIN:
+      acc = v < acc ? v : acc;
+      break;
+    case DC_PROD:
+      acc *= v;
+      break;
+    default:
+      break;
     }
   }
   return acc;
@@ -434,27 +497,50 @@ static long fold(const tcase *t, int n, size_t i) {
 
 static void put(dc_dtype d, void *b, size_t i, long v) {
   switch (d) {
-  case DC_INT8: ((int8_t *)b)[i] = (int8_t)v; break;
-  case DC_INT32: ((int32_t *)b)[i] = (int32_t)v; break;
-  case DC_INT64: ((int64_t *)b)[i] = v; break;
-  case DC_FLOAT16: ((uint16_t *)b)[i] = dc_float_to_half((float)v); break;
-  case DC_BFLOAT16: ((uint16_t *)b)[i] = dc_float_to_bf16((float)v); break;
-  case DC_FLOAT32: ((float *)b)[i] = (float)v; break;
-  case DC_FLOAT64: ((double *)b)[i] = (double)v; break;
-  default: break;
+  case DC_INT8:
+    ((int8_t *)b)[i] = (int8_t)v;
+    break;
+  case DC_INT32:
+    ((int32_t *)b)[i] = (int32_t)v;
+    break;
+  case DC_INT64:
+    ((int64_t *)b)[i] = v;
+    break;
+  case DC_FLOAT16:
+    ((uint16_t *)b)[i] = dc_float_to_half((float)v);
+    break;
+  case DC_BFLOAT16:
+    ((uint16_t *)b)[i] = dc_float_to_bf16((float)v);
+    break;
+  case DC_FLOAT32:
+    ((float *)b)[i] = (float)v;
+    break;
+  case DC_FLOAT64:
+    ((double *)b)[i] = (double)v;
+    break;
+  default:
+    break;
   }
 }
 
 static double get(dc_dtype d, const void *b, size_t i) {
   switch (d) {
-  case DC_INT8: return ((const int8_t *)b)[i];
-  case DC_INT32: return ((const int32_t *)b)[i];
-  case DC_INT64: return (double)((const int64_t *)b)[i];
-  case DC_FLOAT16: return dc_half_to_float(((const uint16_t *)b)[i]);
-  case DC_BFLOAT16: return dc_bf16_to_float(((const uint16_t *)b)[i]);
-  case DC_FLOAT32: return ((const float *)b)[i];
-  case DC_FLOAT64: return ((const double *)b)[i];
-  default: return 0;
+  case DC_INT8:
+    return ((const int8_t *)b)[i];
+  case DC_INT32:
+    return ((const int32_t *)b)[i];
+  case DC_INT64:
+    return (double)((const int64_t *)b)[i];
+  case DC_FLOAT16:
+    return dc_half_to_float(((const uint16_t *)b)[i]);
+  case DC_BFLOAT16:
+    return dc_bf16_to_float(((const uint16_t *)b)[i]);
+  case DC_FLOAT32:
+    return ((const float *)b)[i];
+  case DC_FLOAT64:
+    return ((const double *)b)[i];
+  default:
+    return 0;
   }
 }
 
@@ -484,11 +570,12 @@ static int alloc_bufs(const tcase *t, int n, int r, bufs *b) {
     b->send = b->recv = b->mem[0];
   } else if (f == F_AG) {
     b->recv = b->mem[0];
-    b->send = t->place == OUT ? b->mem[1]
-              : t->place == SAME ? b->recv : b->recv + (size_t)r * blk;
+    b->send = t->place == OUT    ? b->mem[1]
+              : t->place == SAME ? b->recv
+                                 : b->recv + (size_t)r * blk;
   } else {
     b->send = b->mem[0];
-    b->recv = t->place == OUT ? b->mem[1]
+    b->recv = t->place == OUT                 ? b->mem[1]
               : t->place == SAME || f == F_AR ? b->send
                                               : b->send + (size_t)r * blk;
   }
@@ -533,8 +620,8 @@ static void lay(char *b, size_t off, size_t count, const pattern *p,
 
 /* The same elements compared; names the first wrong one. */
 static int check_elems(const char *what, const char *b, size_t off,
-                       size_t count, const pattern *p, size_t start,
-                       char *why, size_t nwhy) {
+                       size_t count, const pattern *p, size_t start, char *why,
+                       size_t nwhy) {
   for (size_t i = 0, m; i < count; i += m) {
     size_t k = (start + i) % PERIOD;
     m = PERIOD - k < count - i ? PERIOD - k : count - i;
@@ -542,8 +629,8 @@ static int check_elems(const char *what, const char *b, size_t off,
       continue;
     for (size_t j = 0; j < m; j++)
       if (get(p->dtype, b, off + i + j) != (double)p->v[k + j]) {
-        snprintf(why, nwhy, "%s element %zu is %g, want %ld", what,
-                 off + i + j, get(p->dtype, b, off + i + j), p->v[k + j]);
+        snprintf(why, nwhy, "%s element %zu is %g, want %ld", what, off + i + j,
+                 get(p->dtype, b, off + i + j), p->v[k + j]);
         return 0;
       }
     snprintf(why, nwhy, "%s differs near element %zu", what, off + i);
@@ -572,14 +659,14 @@ static int verify(const tcase *t, int n, int r, const bufs *b, char *why,
   if (f == F_AR || f == F_RS)
     fold_pattern(t, n, &all);
   if (t->place == OUT && f != F_BC) /* the input is left as it was */
-    ok = check_elems("send", b->send, 0, f == F_RS ? c * (size_t)n : c, &own,
-                     0, why, nwhy);
+    ok = check_elems("send", b->send, 0, f == F_RS ? c * (size_t)n : c, &own, 0,
+                     why, nwhy);
   switch (f) {
   case F_AR:
     return ok && check_elems("recv", b->recv, 0, c, &all, 0, why, nwhy);
   case F_RS:
-    return ok && check_elems("recv", b->recv, 0, c, &all, (size_t)r * c, why,
-                             nwhy);
+    return ok &&
+           check_elems("recv", b->recv, 0, c, &all, (size_t)r * c, why, nwhy);
   case F_BC:
     return check_elems("buf", b->recv, 0, c, &own, 0, why, nwhy);
   case F_AG:
@@ -694,24 +781,42 @@ static dc_status bad(dc_comm *c, algo a) {
 
 static dc_status call(dc_comm *c, const tcase *t, const bufs *b) {
   switch (t->a) {
-  case AR: return dc_algo_all_reduce(c, b->send, b->recv);
-  case RING_AR: return dc_ring_all_reduce(c, b->send, b->recv);
-  case DIRECT_AR: return dc_direct_all_reduce(c, b->send, b->recv);
-  case PULL_AR: return dc_pull_all_reduce(c, b->send, b->recv);
-  case AG: return dc_algo_all_gather(c, b->send, b->recv);
-  case RING_AG: return dc_ring_all_gather(c, b->recv); /* own block placed */
-  case DIRECT_AG: return dc_direct_all_gather(c, b->send, b->recv);
-  case PULL_AG: return dc_pull_all_gather(c, b->send, b->recv);
-  case RS: return dc_algo_reduce_scatter(c, b->send, b->recv);
-  case RING_RS: return dc_ring_reduce_scatter(c, b->send, b->recv);
-  case DIRECT_RS: return dc_direct_reduce_scatter(c, b->send, b->recv);
-  case PULL_RS: return dc_pull_reduce_scatter(c, b->send, b->recv);
-  case BC: return dc_algo_broadcast(c, b->recv, t->root);
-  case RING_BC: return dc_ring_broadcast(c, b->recv, t->root);
-  case BARRIER: return dc_algo_barrier(c);
-  case RING_BARRIER: return dc_ring_barrier(c);
-  case DIRECT_BARRIER: return dc_direct_barrier(c);
-  default: return bad(c, t->a);
+  case AR:
+    return dc_algo_all_reduce(c, b->send, b->recv);
+  case RING_AR:
+    return dc_ring_all_reduce(c, b->send, b->recv);
+  case DIRECT_AR:
+    return dc_direct_all_reduce(c, b->send, b->recv);
+  case PULL_AR:
+    return dc_pull_all_reduce(c, b->send, b->recv);
+  case AG:
+    return dc_algo_all_gather(c, b->send, b->recv);
+  case RING_AG:
+    return dc_ring_all_gather(c, b->recv); /* own block placed */
+  case DIRECT_AG:
+    return dc_direct_all_gather(c, b->send, b->recv);
+  case PULL_AG:
+    return dc_pull_all_gather(c, b->send, b->recv);
+  case RS:
+    return dc_algo_reduce_scatter(c, b->send, b->recv);
+  case RING_RS:
+    return dc_ring_reduce_scatter(c, b->send, b->recv);
+  case DIRECT_RS:
+    return dc_direct_reduce_scatter(c, b->send, b->recv);
+  case PULL_RS:
+    return dc_pull_reduce_scatter(c, b->send, b->recv);
+  case BC:
+    return dc_algo_broadcast(c, b->recv, t->root);
+  case RING_BC:
+    return dc_ring_broadcast(c, b->recv, t->root);
+  case BARRIER:
+    return dc_algo_barrier(c);
+  case RING_BARRIER:
+    return dc_ring_barrier(c);
+  case DIRECT_BARRIER:
+    return dc_direct_barrier(c);
+  default:
+    return bad(c, t->a);
   }
 }
 
@@ -865,7 +970,8 @@ static void run_mesh(int n, const plan *p, int rendezvous) {
                       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
 }
 
-/* ---- plans ---------------------------------------------------------------- */
+/* ---- plans ----------------------------------------------------------------
+ */
 
 /* Under ThreadSanitizer (10-15x slower) a lighter plan: fewer group sizes,
  * one dtype/op pair instead of all, one count per edge. Every algorithm,
@@ -883,8 +989,8 @@ static int next_size(int n) {
   return few[i];
 }
 
-static const dc_dtype dtypes[] = {DC_FLOAT32, DC_INT32, DC_FLOAT16,
-                                  DC_BFLOAT16, DC_INT8};
+static const dc_dtype dtypes[] = {DC_FLOAT32, DC_INT32, DC_FLOAT16, DC_BFLOAT16,
+                                  DC_INT8};
 static const dc_op ops[] = {DC_SUM, DC_MAX, DC_MIN, DC_PROD};
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
 #define NOPS (sizeof ops / sizeof ops[0])
@@ -896,8 +1002,13 @@ static const dc_op ops[] = {DC_SUM, DC_MAX, DC_MIN, DC_PROD};
  * ranks or parts (lanes x directions). */
 static size_t shape_counts(int n, int lanes, size_t *out) {
   size_t parts = (size_t)lanes * (n > 2 ? 2 : 1), k = 0;
-  size_t cand[] = {0, 1, 2, (size_t)n + 1, parts * (size_t)n - 1,
-                   2 * parts * (size_t)n + 1, 1000 + (size_t)n};
+  size_t cand[] = {0,
+                   1,
+                   2,
+                   (size_t)n + 1,
+                   parts * (size_t)n - 1,
+                   2 * parts * (size_t)n + 1,
+                   1000 + (size_t)n};
   for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
     int dup = 0;
     for (size_t j = 0; j < k; j++)
@@ -911,7 +1022,7 @@ static size_t shape_counts(int n, int lanes, size_t *out) {
 /* Counts either side of where select.c switches from direct to the ring
  * (or single copy), for element size es. */
 static size_t edge_counts(int f, int n, size_t es, size_t *out) {
-  size_t limit = f == F_AR ? DC_DIRECT_MAX_BYTES
+  size_t limit = f == F_AR   ? DC_DIRECT_MAX_BYTES
                  : f == F_AG ? 4 * DC_DIRECT_MAX_BYTES / (size_t)n
                              : DC_DIRECT_MAX_BYTES / (size_t)n;
   size_t c = limit / es;
@@ -940,8 +1051,12 @@ static void add_family(plan *p, int n, int f, const algo *algos, int nalgos,
       for (int pl = 0; pl < places; pl++) {
         if (a == RING_AG && pl != SLOT)
           continue; /* dc_ring_all_gather takes its block in place */
-        tcase t = {.a = a, .lanes = lanes, .dtype = DC_FLOAT32, .op = DC_SUM,
-                   .place = pl, .neighbours = neighbours};
+        tcase t = {.a = a,
+                   .lanes = lanes,
+                   .dtype = DC_FLOAT32,
+                   .op = DC_SUM,
+                   .place = pl,
+                   .neighbours = neighbours};
         /* shapes, float32 sum */
         size_t k = shape_counts(n, lanes, counts);
         for (size_t i = 0; i < k; i++) {
@@ -959,8 +1074,7 @@ static void add_family(plan *p, int n, int f, const algo *algos, int nalgos,
             add(p, t);
           }
         /* around select.c's switch from direct to the ring */
-        for (int d = 0; d < 2 - light && (a == AR || a == AG || a == RS);
-             d++) {
+        for (int d = 0; d < 2 - light && (a == AR || a == AG || a == RS); d++) {
           t.dtype = d ? DC_INT8 : DC_FLOAT32;
           t.op = d ? DC_MAX : DC_SUM;
           k = edge_counts(f, n, dc_dtype_size(t.dtype), counts);
@@ -1014,8 +1128,11 @@ static void add_broadcasts(plan *p, int n, int neighbours) {
   algo algos[] = {BC, RING_BC};
   for (int ai = 0; ai < 2; ai++)
     for (int root = 0; root < n; root++) {
-      tcase t = {.a = algos[ai], .lanes = 1 + 2 * (root % 2),
-                 .dtype = DC_FLOAT32, .op = DC_SUM, .root = root,
+      tcase t = {.a = algos[ai],
+                 .lanes = 1 + 2 * (root % 2),
+                 .dtype = DC_FLOAT32,
+                 .op = DC_SUM,
+                 .root = root,
                  .neighbours = neighbours};
       size_t counts[] = {0, 1, 3, 1000 + (size_t)n};
       for (size_t i = 0; i < 4; i++) {
@@ -1037,8 +1154,10 @@ static void add_barriers(plan *p, int neighbours) {
     for (int ai = 0; ai < 3; ai++) {
       if (neighbours && algos[ai] == DIRECT_BARRIER)
         continue;
-      add(p, (tcase){.a = algos[ai], .lanes = 1 + 2 * rep,
-                     .dtype = DC_UINT8, .op = DC_SUM,
+      add(p, (tcase){.a = algos[ai],
+                     .lanes = 1 + 2 * rep,
+                     .dtype = DC_UINT8,
+                     .op = DC_SUM,
                      .neighbours = neighbours});
     }
 }
@@ -1087,21 +1206,25 @@ static void test_neighbours_only(void **state) {
  * chooses it), and dc_pull_* directly, with every buffer layout, a rank
  * that cannot pull, and tuners that vote call by call. */
 static void add_pulls(plan *p, int n) {
-  static const algo fam_algo[3][2] = {{AR, PULL_AR}, {AG, PULL_AG},
-                                      {RS, PULL_RS}};
+  static const algo fam_algo[3][2] = {
+      {AR, PULL_AR}, {AG, PULL_AG}, {RS, PULL_RS}};
   for (int f = F_AR; f <= F_RS; f++)
     for (int ai = 0; ai < 2; ai++)
       for (int pl = 0; pl < (f == F_AR ? 2 : 3); pl++)
         for (int mode = PULL; mode <= (ai ? REFUSE : TUNED); mode++) {
-          tcase t = {.a = fam_algo[f][ai], .lanes = 1, .dtype = DC_FLOAT32,
-                     .op = DC_SUM, .place = pl, .pull = mode};
+          tcase t = {.a = fam_algo[f][ai],
+                     .lanes = 1,
+                     .dtype = DC_FLOAT32,
+                     .op = DC_SUM,
+                     .place = pl,
+                     .pull = mode};
           size_t edge[3];
           edge_counts(f, n, 4, edge);
           /* just above direct's sizes; 0 (dc_pull_* only); uneven; and
            * (PULL) several 64 KiB pieces per rank's slice */
           size_t counts[] = {edge[2], 0, edge[2] + 7,
-                             (5 * PIECE / 2) * (f == F_AR ? (size_t)n : 1) /
-                                     4 + 5};
+                             (5 * PIECE / 2) * (f == F_AR ? (size_t)n : 1) / 4 +
+                                 5};
           /* a tuner explores both paths on its first calls */
           int reps = mode == TUNED ? DC_TUNE_EXPLORE : 1;
           for (int rep = 0; rep < reps; rep++)
@@ -1133,8 +1256,8 @@ static void test_rendezvous(void **state) {
   (void)state;
   for (int n = 1; n <= MAX_RANKS; n = next_size(n)) {
     plan p = {0};
-    algo algos[] = {AR, RING_AR, DIRECT_AR, AG, RING_AG, DIRECT_AG,
-                    RS, RING_RS, DIRECT_RS};
+    algo algos[] = {AR,        RING_AR, DIRECT_AR, AG,       RING_AG,
+                    DIRECT_AG, RS,      RING_RS,   DIRECT_RS};
     for (size_t ai = 0; ai < sizeof algos / sizeof algos[0]; ai++)
       for (int lanes = 1; lanes <= 3; lanes += 2)
         for (int pl = OUT; pl <= SAME; pl++) {
@@ -1142,8 +1265,11 @@ static void test_rendezvous(void **state) {
           if (lanes > 1 && (algos[ai] == DIRECT_AR || algos[ai] == DIRECT_AG ||
                             algos[ai] == DIRECT_RS))
             continue; /* direct uses lane 0 alone */
-          tcase t = {.a = algos[ai], .lanes = lanes, .dtype = DC_INT32,
-                     .op = DC_SUM, .place = algos[ai] == RING_AG ? SLOT : pl};
+          tcase t = {.a = algos[ai],
+                     .lanes = lanes,
+                     .dtype = DC_INT32,
+                     .op = DC_SUM,
+                     .place = algos[ai] == RING_AG ? SLOT : pl};
           size_t counts[8], k = shape_counts(n, lanes, counts);
           for (size_t i = 0; i < k; i++) {
             if (light && i % 3 != 2) /* a third of the shapes */
@@ -1189,12 +1315,14 @@ static void test_mesh_catches(void **state) {
   };
   for (size_t i = 0; i < sizeof bugs / sizeof bugs[0]; i++) {
     plan p = {0};
-    add(&p, (tcase){.a = bugs[i].a, .lanes = 1, .dtype = DC_UINT8,
+    add(&p, (tcase){.a = bugs[i].a,
+                    .lanes = 1,
+                    .dtype = DC_UINT8,
                     .neighbours = bugs[i].neighbours});
     char err[1024];
-    int failed = run_mesh_for(bugs[i].n, &p, bugs[i].rendezvous,
-                              bugs[i].a == BAD_SLOW ? 0.2 : 30.0, err,
-                              sizeof err);
+    int failed =
+        run_mesh_for(bugs[i].n, &p, bugs[i].rendezvous,
+                     bugs[i].a == BAD_SLOW ? 0.2 : 30.0, err, sizeof err);
     free(p.v);
     if (!failed || !strstr(err, bugs[i].says))
       fail_msg("%s: want a failure saying '%s', got '%s'",

@@ -28,8 +28,12 @@ static dc_auth make(const char *tok) {
 }
 
 static dc_auth_bind bind_of(const dc_auth *a) {
-  dc_auth_bind b = {.job = 0x1234, .group = 1, .connector = 3, .acceptor = 1,
-                    .size = 4, .lane = 2};
+  dc_auth_bind b = {.job = 0x1234,
+                    .group = 1,
+                    .connector = 3,
+                    .acceptor = 1,
+                    .size = 4,
+                    .lane = 2};
   dc_auth_nonce(a, b.nonce_c);
   dc_auth_nonce(a, b.nonce_a);
   return b;
@@ -60,7 +64,8 @@ static void test_sodium_unavailable(void **state) {
   assert_int_equal(WEXITSTATUS(wstatus), 0);
 }
 
-/* ---- tokens --------------------------------------------------------------- */
+/* ---- tokens ---------------------------------------------------------------
+ */
 
 static void test_no_token(void **state) {
   (void)state;
@@ -109,7 +114,8 @@ static void test_env(void **state) {
   unsetenv("DISTCOMM_JOB_TOKEN");
 }
 
-/* ---- proofs --------------------------------------------------------------- */
+/* ---- proofs ---------------------------------------------------------------
+ */
 
 static void test_prove_verify(void **state) {
   (void)state;
@@ -144,18 +150,42 @@ static void test_bound_fields(void **state) {
     switch (f) {
     /* the hellos' host keys and flags too: a man in the middle cannot
      * steer two ranks onto shared memory or change what they offer */
-    case 8: x.host_c ^= 1; break;
-    case 9: x.host_a ^= 1; break;
-    case 10: x.flags_c ^= 2; break;
-    case 11: x.flags_a ^= 2; break;
-    case 0: x.job++; break;
-    case 1: x.group++; break;
-    case 2: x.connector++; break;
-    case 3: x.acceptor++; break;
-    case 4: x.size++; break;
-    case 5: x.lane++; break;
-    case 6: x.nonce_c[31] ^= 1; break;
-    default: x.nonce_a[0] ^= 1; break;
+    case 8:
+      x.host_c ^= 1;
+      break;
+    case 9:
+      x.host_a ^= 1;
+      break;
+    case 10:
+      x.flags_c ^= 2;
+      break;
+    case 11:
+      x.flags_a ^= 2;
+      break;
+    case 0:
+      x.job++;
+      break;
+    case 1:
+      x.group++;
+      break;
+    case 2:
+      x.connector++;
+      break;
+    case 3:
+      x.acceptor++;
+      break;
+    case 4:
+      x.size++;
+      break;
+    case 5:
+      x.lane++;
+      break;
+    case 6:
+      x.nonce_c[31] ^= 1;
+      break;
+    default:
+      x.nonce_a[0] ^= 1;
+      break;
     }
     if (dc_auth_verify(&a, &x, DC_AUTH_BY_CONNECTOR, p))
       fail_msg("field %d is not bound into the proof", f);
@@ -170,9 +200,17 @@ static void test_bound_fields(void **state) {
 
 static void test_hello_roundtrip(void **state) {
   (void)state;
-  dc_hello h = {.kind = DC_HELLO, .version = DC_WIRE_VERSION, .job = 0xabcdef,
-                .group = 7, .rank = 3, .size = 9, .lane = 5, .reason = 0,
-                .host = 0x1122334455667788ull, .flags = DC_HELLO_TOKEN}, g;
+  dc_hello h = {.kind = DC_HELLO,
+                .version = DC_WIRE_VERSION,
+                .job = 0xabcdef,
+                .group = 7,
+                .rank = 3,
+                .size = 9,
+                .lane = 5,
+                .reason = 0,
+                .host = 0x1122334455667788ull,
+                .flags = DC_HELLO_TOKEN},
+           g;
   for (int i = 0; i < DC_NONCE_BYTES; i++)
     h.nonce[i] = (unsigned char)(i * 7 + 1);
   unsigned char b[DC_HELLO_BYTES];
@@ -218,7 +256,8 @@ static void test_proof_roundtrip(void **state) {
   }
 }
 
-/* ---- frame seals (DISTCOMM_SECURE) ----------------------------------------- */
+/* ---- frame seals (DISTCOMM_SECURE) -----------------------------------------
+ */
 
 static void test_secure_env(void **state) {
   (void)state;

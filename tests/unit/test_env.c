@@ -71,8 +71,8 @@ static void test_count(void **state) {
   static const struct {
     const char *value;
     long long want;
-  } cases[] = {{NULL, 2}, {"4", 4}, {"16", 16}, {"4x", 4}, {" 3", 3},
-               {"0", 2},  {"17", 2}, {"-1", 2}, {"abc", 2}, {"", 2}};
+  } cases[] = {{NULL, 2}, {"4", 4},  {"16", 16}, {"4x", 4},  {" 3", 3},
+               {"0", 2},  {"17", 2}, {"-1", 2},  {"abc", 2}, {"", 2}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     set("DISTCOMM_SOCKETS", cases[i].value);
     assert_int_equal(dc_env_int(DC_ENV_SOCKETS), cases[i].want);
@@ -92,8 +92,10 @@ static void test_number(void **state) {
   static const struct {
     const char *value;
     long long want;
-  } cases[] = {{NULL, -1},  {"4", 4},   {"0", 0},  {"1073741823", 1073741823},
-               {"4x", -1},  {"4 ", -1}, {"", -1},  {"-1", -1},
+  } cases[] = {{NULL, -1},         {"4", 4},
+               {"0", 0},           {"1073741823", 1073741823},
+               {"4x", -1},         {"4 ", -1},
+               {"", -1},           {"-1", -1},
                {"1073741824", -1}, {"99999999999999999999", -1}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     set("OMPI_COMM_WORLD_SIZE", cases[i].value);
@@ -107,8 +109,8 @@ static void test_seconds(void **state) {
   static const struct {
     const char *value;
     double want;
-  } cases[] = {{NULL, 300}, {"2.5", 2.5}, {"60", 60}, {"0", 300}, {"-1", 300},
-               {"5s", 300}, {"", 300},    {"nan", 300}};
+  } cases[] = {{NULL, 300}, {"2.5", 2.5}, {"60", 60}, {"0", 300},
+               {"-1", 300}, {"5s", 300},  {"", 300},  {"nan", 300}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     set("DISTCOMM_TIMEOUT", cases[i].value);
     assert_true(dc_env_double(DC_ENV_TIMEOUT) == cases[i].want);

@@ -17,9 +17,9 @@
 #include "transport/frame.h"
 
 static int same(const dc_frame *a, const dc_frame *b) {
-  return a->kind == b->kind && a->opcode == b->opcode &&
-         a->dtype == b->dtype && a->redop == b->redop && a->seq == b->seq &&
-         a->count == b->count && a->len == b->len && a->aux == b->aux;
+  return a->kind == b->kind && a->opcode == b->opcode && a->dtype == b->dtype &&
+         a->redop == b->redop && a->seq == b->seq && a->count == b->count &&
+         a->len == b->len && a->aux == b->aux;
 }
 
 /* Encode, decode, compare; and the decoded frame encodes to the same
@@ -48,20 +48,50 @@ static void test_layout(void **state) {
   (void)state;
   /* The wire format is fixed little-endian: a peer built elsewhere must
    * read the same fields at the same offsets. */
-  dc_frame f = {.kind = DC_FRAME_DATA, .opcode = DC_OPC_BROADCAST,
-                .dtype = DC_BFLOAT16, .redop = DC_MAX, .seq = 0x04030201u,
-                .count = 0x1211100f0e0d0c0bull, .len = 0x1a19181716151413ull,
+  dc_frame f = {.kind = DC_FRAME_DATA,
+                .opcode = DC_OPC_BROADCAST,
+                .dtype = DC_BFLOAT16,
+                .redop = DC_MAX,
+                .seq = 0x04030201u,
+                .count = 0x1211100f0e0d0c0bull,
+                .len = 0x1a19181716151413ull,
                 .aux = 0x1e1d1c1bu};
   unsigned char b[DC_FRAME_BYTES];
   dc_frame_encode(&f, b);
-  static const unsigned char want[DC_FRAME_BYTES] = {
-      'C', 'D', DC_FRAME_DATA, DC_OPC_BROADCAST, DC_BFLOAT16, DC_MAX, 0, 0,
-      0x01, 0x02, 0x03, 0x04,
-      0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12,
-      0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a,
-      0x1b, 0x1c, 0x1d, 0x1e};
-  assert_memory_equal(b, want, 6);           /* magic, kind, op, dtype, op */
-  assert_memory_equal(b + 8, want + 8, 24);  /* seq, count, len, aux */
+  static const unsigned char want[DC_FRAME_BYTES] = {'C',
+                                                     'D',
+                                                     DC_FRAME_DATA,
+                                                     DC_OPC_BROADCAST,
+                                                     DC_BFLOAT16,
+                                                     DC_MAX,
+                                                     0,
+                                                     0,
+                                                     0x01,
+                                                     0x02,
+                                                     0x03,
+                                                     0x04,
+                                                     0x0b,
+                                                     0x0c,
+                                                     0x0d,
+                                                     0x0e,
+                                                     0x0f,
+                                                     0x10,
+                                                     0x11,
+                                                     0x12,
+                                                     0x13,
+                                                     0x14,
+                                                     0x15,
+                                                     0x16,
+                                                     0x17,
+                                                     0x18,
+                                                     0x19,
+                                                     0x1a,
+                                                     0x1b,
+                                                     0x1c,
+                                                     0x1d,
+                                                     0x1e};
+  assert_memory_equal(b, want, 6);          /* magic, kind, op, dtype, op */
+  assert_memory_equal(b + 8, want + 8, 24); /* seq, count, len, aux */
   assert_int_equal(b[0] | b[1] << 8, DC_WIRE_MAGIC);
   dc_frame g;
   assert_int_equal(dc_frame_decode(b, &g), DC_OK);
@@ -78,9 +108,14 @@ static void test_round_trips(void **state) {
   round_trip(&typical);
   dc_frame zero = {0};
   round_trip(&zero);
-  dc_frame most = {.kind = UINT8_MAX, .opcode = UINT8_MAX,
-                   .dtype = UINT8_MAX, .redop = UINT8_MAX, .seq = UINT32_MAX,
-                   .count = UINT64_MAX, .len = UINT64_MAX, .aux = UINT32_MAX};
+  dc_frame most = {.kind = UINT8_MAX,
+                   .opcode = UINT8_MAX,
+                   .dtype = UINT8_MAX,
+                   .redop = UINT8_MAX,
+                   .seq = UINT32_MAX,
+                   .count = UINT64_MAX,
+                   .len = UINT64_MAX,
+                   .aux = UINT32_MAX};
   round_trip(&most);
   /* every field alone at its extremes, the others typical */
   for (int field = 0; field < 8; field++)
@@ -88,14 +123,30 @@ static void test_round_trips(void **state) {
       dc_frame f = typical;
       uint64_t v = hi ? UINT64_MAX : 0;
       switch (field) {
-      case 0: f.kind = (uint8_t)v; break;
-      case 1: f.opcode = (uint8_t)v; break;
-      case 2: f.dtype = (uint8_t)v; break;
-      case 3: f.redop = (uint8_t)v; break;
-      case 4: f.seq = (uint32_t)v; break;
-      case 5: f.count = v; break;
-      case 6: f.len = v; break;
-      case 7: f.aux = (uint32_t)v; break;
+      case 0:
+        f.kind = (uint8_t)v;
+        break;
+      case 1:
+        f.opcode = (uint8_t)v;
+        break;
+      case 2:
+        f.dtype = (uint8_t)v;
+        break;
+      case 3:
+        f.redop = (uint8_t)v;
+        break;
+      case 4:
+        f.seq = (uint32_t)v;
+        break;
+      case 5:
+        f.count = v;
+        break;
+      case 6:
+        f.len = v;
+        break;
+      case 7:
+        f.aux = (uint32_t)v;
+        break;
       }
       round_trip(&f);
     }
@@ -103,11 +154,14 @@ static void test_round_trips(void **state) {
   for (int op = DC_OPC_ALL_REDUCE; op <= DC_OPC_SETUP; op++)
     for (int dt = DC_BOOL; dt <= DC_COMPLEX64; dt++)
       for (int red = DC_SUM; red <= DC_PROD; red++) {
-        dc_frame f = {.kind = DC_FRAME_DATA, .opcode = (uint8_t)op,
-                      .dtype = (uint8_t)dt, .redop = (uint8_t)red,
+        dc_frame f = {.kind = DC_FRAME_DATA,
+                      .opcode = (uint8_t)op,
+                      .dtype = (uint8_t)dt,
+                      .redop = (uint8_t)red,
                       .seq = (uint32_t)(op * 1000 + dt),
                       .count = (3ull << 32) + (uint64_t)red,
-                      .len = (5ull << 33) + 1, .aux = (uint32_t)op};
+                      .len = (5ull << 33) + 1,
+                      .aux = (uint32_t)op};
         round_trip(&f);
       }
 }
@@ -120,8 +174,8 @@ static void test_abort_frame(void **state) {
                      DC_ERR_ABORTED, DC_ERR_INTERRUPTED};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     for (uint64_t len = 0; len <= DC_ABORT_TEXT_MAX; len += DC_ABORT_TEXT_MAX) {
-      dc_frame f = {.kind = DC_FRAME_ABORT, .len = len,
-                    .aux = (uint32_t)all[i]};
+      dc_frame f = {
+          .kind = DC_FRAME_ABORT, .len = len, .aux = (uint32_t)all[i]};
       unsigned char b[DC_FRAME_BYTES];
       dc_frame g;
       round_trip(&f);
@@ -137,11 +191,16 @@ static void test_abort_frame(void **state) {
 /* Every single flipped bit is refused, for frames at both extremes. */
 static void test_bit_flips_refused(void **state) {
   (void)state;
-  dc_frame most = {.kind = UINT8_MAX, .opcode = UINT8_MAX,
-                   .dtype = UINT8_MAX, .redop = UINT8_MAX, .seq = UINT32_MAX,
-                   .count = UINT64_MAX, .len = UINT64_MAX, .aux = UINT32_MAX};
-  dc_frame abort_f = {.kind = DC_FRAME_ABORT, .len = 100,
-                      .aux = (uint32_t)DC_ERR_TIMEOUT};
+  dc_frame most = {.kind = UINT8_MAX,
+                   .opcode = UINT8_MAX,
+                   .dtype = UINT8_MAX,
+                   .redop = UINT8_MAX,
+                   .seq = UINT32_MAX,
+                   .count = UINT64_MAX,
+                   .len = UINT64_MAX,
+                   .aux = UINT32_MAX};
+  dc_frame abort_f = {
+      .kind = DC_FRAME_ABORT, .len = 100, .aux = (uint32_t)DC_ERR_TIMEOUT};
   const dc_frame *frames[] = {&typical, &most, &abort_f};
   for (size_t k = 0; k < 3; k++) {
     unsigned char b[DC_FRAME_BYTES];
@@ -236,9 +295,14 @@ static void test_describe(void **state) {
     assert_non_null(strstr(t, names[i].name));
   }
   /* fields from a peer may be anything: no crash, a bounded text */
-  dc_frame most = {.kind = UINT8_MAX, .opcode = UINT8_MAX,
-                   .dtype = UINT8_MAX, .redop = UINT8_MAX, .seq = UINT32_MAX,
-                   .count = UINT64_MAX, .len = UINT64_MAX, .aux = UINT32_MAX};
+  dc_frame most = {.kind = UINT8_MAX,
+                   .opcode = UINT8_MAX,
+                   .dtype = UINT8_MAX,
+                   .redop = UINT8_MAX,
+                   .seq = UINT32_MAX,
+                   .count = UINT64_MAX,
+                   .len = UINT64_MAX,
+                   .aux = UINT32_MAX};
   dc_frame_describe(&most, t, sizeof t);
   assert_string_equal(t, "unknown op of 18446744073709551615 invalid "
                          "(op #4294967295)");
@@ -252,8 +316,8 @@ static void diff_names(dc_frame got, const char *a, const char *b) {
   char t[256];
   dc_frame_diff(&typical, &got, t, sizeof t);
   if (!strstr(t, a) || !strstr(t, b) || strstr(t, a) > strstr(t, b))
-    fail_msg("diff '%s' does not name '%s' (sent) then '%s' (expected)", t,
-             a, b);
+    fail_msg("diff '%s' does not name '%s' (sent) then '%s' (expected)", t, a,
+             b);
 }
 
 static void test_diff(void **state) {
@@ -317,20 +381,24 @@ static void test_diff(void **state) {
 static void test_hello_extremes(void **state) {
   (void)state;
   for (int hi = 0; hi < 2; hi++) {
-    dc_hello h = {.kind = hi ? 0xffffu : 0, .version = hi ? 0xffffu : 0,
-                  .job = hi ? UINT64_MAX : 0, .group = hi ? UINT64_MAX : 0,
-                  .rank = hi ? UINT32_MAX : 0, .size = hi ? UINT32_MAX : 0,
-                  .lane = hi ? 0xffffu : 0, .reason = hi ? 0xffffu : 0,
-                  .host = hi ? UINT64_MAX : 0, .flags = hi ? UINT32_MAX : 0};
+    dc_hello h = {.kind = hi ? 0xffffu : 0,
+                  .version = hi ? 0xffffu : 0,
+                  .job = hi ? UINT64_MAX : 0,
+                  .group = hi ? UINT64_MAX : 0,
+                  .rank = hi ? UINT32_MAX : 0,
+                  .size = hi ? UINT32_MAX : 0,
+                  .lane = hi ? 0xffffu : 0,
+                  .reason = hi ? 0xffffu : 0,
+                  .host = hi ? UINT64_MAX : 0,
+                  .flags = hi ? UINT32_MAX : 0};
     memset(h.nonce, hi ? 0xff : 0, DC_NONCE_BYTES);
     unsigned char b[DC_HELLO_BYTES];
     dc_hello g;
     dc_hello_encode(&h, b);
     assert_int_equal(dc_hello_decode(b, &g), DC_OK);
-    assert_true(g.kind == h.kind && g.version == h.version &&
-                g.job == h.job && g.group == h.group && g.rank == h.rank &&
-                g.size == h.size && g.lane == h.lane &&
-                g.reason == h.reason && g.host == h.host &&
+    assert_true(g.kind == h.kind && g.version == h.version && g.job == h.job &&
+                g.group == h.group && g.rank == h.rank && g.size == h.size &&
+                g.lane == h.lane && g.reason == h.reason && g.host == h.host &&
                 g.flags == h.flags);
     assert_memory_equal(g.nonce, h.nonce, DC_NONCE_BYTES);
     assert_memory_equal(b, "DCCM", 4);

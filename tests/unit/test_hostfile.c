@@ -50,7 +50,8 @@ static void assert_zeroed(const dc_hostfile *hf) {
 
 /* Every message is one line and contains the expected words. */
 static void assert_msg(const char *err, const char *want) {
-  if (!strstr(err, want)) fail_msg("message \"%s\" lacks \"%s\"", err, want);
+  if (!strstr(err, want))
+    fail_msg("message \"%s\" lacks \"%s\"", err, want);
   assert_null(strchr(err, '\n'));
 }
 
@@ -103,12 +104,13 @@ static void test_cjson_unavailable(void **state) {
     dc_hostfile hf;
     char err[512] = "";
     dc_json_set_soname_for_tests("libdistcomm-no-such-cjson.so.9");
-    dc_status st = dc_hostfile_parse("[[\"1.2.3.4:5\"]]", 15, &hf, err,
-                                     sizeof err);
+    dc_status st =
+        dc_hostfile_parse("[[\"1.2.3.4:5\"]]", 15, &hf, err, sizeof err);
     int ok = st == DC_ERR_UNAVAILABLE && hf.addrs == NULL &&
              strstr(err, "needs libcjson1 (apt-get install libcjson1)") &&
              strstr(err, "libdistcomm-no-such-cjson.so.9");
-    if (!ok) fprintf(stderr, "unexpected: %d %s\n", st, err);
+    if (!ok)
+      fprintf(stderr, "unexpected: %d %s\n", st, err);
     _exit(ok ? 0 : 1);
   }
   int wstatus;
@@ -127,8 +129,8 @@ static void test_addr_ipv4(void **state) {
                    DC_OK);
   assert_v4(&a, "10.0.0.1", 5000);
   assert_string_equal(a.text, "10.0.0.1:5000");
-  assert_int_equal(dc_addr_parse("255.255.255.255:65535", 0, &a, err,
-                                 sizeof err), DC_OK);
+  assert_int_equal(
+      dc_addr_parse("255.255.255.255:65535", 0, &a, err, sizeof err), DC_OK);
   assert_v4(&a, "255.255.255.255", 65535);
   assert_int_equal(dc_addr_parse("127.0.0.1:1", 0, &a, err, sizeof err), DC_OK);
   assert_v4(&a, "127.0.0.1", 1);
@@ -148,11 +150,11 @@ static void test_addr_ipv6(void **state) {
   assert_int_equal(dc_addr_parse("[::1]:5000", 0, &a, err, sizeof err), DC_OK);
   assert_v6(&a, "::1", 5000, 0);
   assert_string_equal(a.text, "[::1]:5000");
-  assert_int_equal(dc_addr_parse("[2001:db8::7]:65535", 0, &a, err,
-                                 sizeof err), DC_OK);
+  assert_int_equal(dc_addr_parse("[2001:db8::7]:65535", 0, &a, err, sizeof err),
+                   DC_OK);
   assert_v6(&a, "2001:db8::7", 65535, 0);
-  assert_int_equal(dc_addr_parse("[::ffff:10.0.0.1]:80", 0, &a, err,
-                                 sizeof err), DC_OK);
+  assert_int_equal(
+      dc_addr_parse("[::ffff:10.0.0.1]:80", 0, &a, err, sizeof err), DC_OK);
   assert_v6(&a, "::ffff:10.0.0.1", 80, 0);
   /* Scope ids: a number, a local interface, or another host's interface
    * (unknown here: scope 0, not an error). */
@@ -235,8 +237,7 @@ static void test_addr_small_err(void **state) {
   assert_int_equal(dc_addr_parse("localhost:1", 0, &a, err, sizeof err),
                    DC_ERR_CONFIG);
   assert_int_equal(strlen(err), 7);
-  assert_int_equal(dc_addr_parse("localhost:1", 0, &a, NULL, 0),
-                   DC_ERR_CONFIG);
+  assert_int_equal(dc_addr_parse("localhost:1", 0, &a, NULL, 0), DC_ERR_CONFIG);
 }
 
 /* ---- hostfiles ---------------------------------------------------------- */
@@ -246,7 +247,8 @@ static void test_hostfile_ipv4(void **state) {
   dc_hostfile hf;
   char err[512];
   assert_int_equal(parse_str("[[\"10.0.0.1:5000\"], [\"10.0.0.2:5000\"]]", &hf,
-                             err, sizeof err), DC_OK);
+                             err, sizeof err),
+                   DC_OK);
   assert_int_equal(hf.nranks, 2);
   assert_int_equal(hf.naddrs, 1);
   assert_v4(&hf.addrs[0], "10.0.0.1", 5000);
@@ -261,12 +263,11 @@ static void test_hostfile_multi(void **state) {
   (void)state;
   dc_hostfile hf;
   char err[512];
-  const char *json =
-      "[\n"
-      "  [\"10.0.0.1:5000\", \"10.0.1.1:5001\"],\n"
-      "  [\"10.0.0.2:5000\", \"10.0.1.2:5001\"],\n"
-      "  [\"10.0.0.3:5000\", \"10.0.1.3:5001\"]\n"
-      "]\n";
+  const char *json = "[\n"
+                     "  [\"10.0.0.1:5000\", \"10.0.1.1:5001\"],\n"
+                     "  [\"10.0.0.2:5000\", \"10.0.1.2:5001\"],\n"
+                     "  [\"10.0.0.3:5000\", \"10.0.1.3:5001\"]\n"
+                     "]\n";
   assert_int_equal(parse_str(json, &hf, err, sizeof err), DC_OK);
   assert_int_equal(hf.nranks, 3);
   assert_int_equal(hf.naddrs, 2);
@@ -286,7 +287,8 @@ static void test_hostfile_ipv6(void **state) {
   char err[512];
   assert_int_equal(parse_str("[[\"[::1]:5000\", \"127.0.0.1:6000\"],"
                              " [\"[::1]:5001\", \"[fe80::2%7]:6001\"]]",
-                             &hf, err, sizeof err), DC_OK);
+                             &hf, err, sizeof err),
+                   DC_OK);
   assert_int_equal(hf.nranks, 2);
   assert_int_equal(hf.naddrs, 2);
   assert_v6(&hf.addrs[0], "::1", 5000, 0);
@@ -303,7 +305,8 @@ static void test_hostfile_flat_strings(void **state) {
   dc_hostfile hf;
   char err[512];
   assert_int_equal(parse_str("[\"127.0.0.1:5000\", \"127.0.0.1:5001\"]", &hf,
-                             err, sizeof err), DC_OK);
+                             err, sizeof err),
+                   DC_OK);
   assert_int_equal(hf.nranks, 2);
   assert_int_equal(hf.naddrs, 1);
   assert_v4(&hf.addrs[1], "127.0.0.1", 5001);
@@ -362,8 +365,9 @@ static void test_hostfile_odd_args(void **state) {
   (void)state;
   dc_hostfile hf;
   char err[256];
-  assert_int_equal(dc_hostfile_parse("[[\"1.2.3.4:5\"]]", 16, &hf, err,
-                                     sizeof err), DC_ERR_CONFIG);
+  assert_int_equal(
+      dc_hostfile_parse("[[\"1.2.3.4:5\"]]", 16, &hf, err, sizeof err),
+      DC_ERR_CONFIG);
   assert_msg(err, "unexpected text");
   assert_int_equal(dc_hostfile_parse(NULL, 5, &hf, err, sizeof err),
                    DC_ERR_INVALID);
@@ -403,8 +407,9 @@ static void test_hostfile_not_nul_terminated(void **state) {
   /* A valid file followed by junk that len excludes. */
   dc_hostfile hf;
   char err[512];
-  assert_int_equal(dc_hostfile_parse("[[\"1.2.3.4:5\"]]GARBAGE", 15, &hf, err,
-                                     sizeof err), DC_OK);
+  assert_int_equal(
+      dc_hostfile_parse("[[\"1.2.3.4:5\"]]GARBAGE", 15, &hf, err, sizeof err),
+      DC_OK);
   assert_int_equal(hf.nranks, 1);
   dc_hostfile_free(&hf);
 }
@@ -461,8 +466,9 @@ static void test_load_errors(void **state) {
   (void)state;
   dc_hostfile hf;
   char err[512];
-  assert_int_equal(dc_hostfile_load("/nonexistent/dir/h.json", &hf, err,
-                                    sizeof err), DC_ERR_CONFIG);
+  assert_int_equal(
+      dc_hostfile_load("/nonexistent/dir/h.json", &hf, err, sizeof err),
+      DC_ERR_CONFIG);
   assert_msg(err, "MLX_HOSTFILE /nonexistent/dir/h.json: No such file");
   assert_zeroed(&hf);
 
@@ -472,8 +478,7 @@ static void test_load_errors(void **state) {
 
   /* Content errors name the file too. */
   char *path = write_temp("[[\"10.0.0.1:5000\"], [\"10.0.0.x:50\"]]");
-  assert_int_equal(dc_hostfile_load(path, &hf, err, sizeof err),
-                   DC_ERR_CONFIG);
+  assert_int_equal(dc_hostfile_load(path, &hf, err, sizeof err), DC_ERR_CONFIG);
   char want[512];
   snprintf(want, sizeof want,
            "MLX_HOSTFILE %s: entry 1 address \"10.0.0.x:50\" is not ip:port",
@@ -498,8 +503,7 @@ static void test_load_too_big(void **state) {
   assert_int_equal(truncate(path, (off_t)17 << 20), 0);
   dc_hostfile hf;
   char err[512];
-  assert_int_equal(dc_hostfile_load(path, &hf, err, sizeof err),
-                   DC_ERR_CONFIG);
+  assert_int_equal(dc_hostfile_load(path, &hf, err, sizeof err), DC_ERR_CONFIG);
   assert_msg(err, "larger than 16 MiB");
   assert_zeroed(&hf);
   unlink(path);
@@ -515,20 +519,25 @@ static void test_env_int(void **state) {
     long want;
   } good[] = {{"0", 0}, {"7", 7}, {"0012", 12}, {"2147483647", 2147483647L}};
   static const char *const bad[] = {
-      "", "abc", "-1", "+1", " 1", "1 ", "1\n", "2147483648",
-      "99999999999999999999999", "0x10", "1.0", "1e3", "３"};
+      "",     "abc",        "-1",
+      "+1",   " 1",         "1 ",
+      "1\n",  "2147483648", "99999999999999999999999",
+      "0x10", "1.0",        "1e3",
+      "３"};
   char err[256];
   long v;
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     v = -5;
-    assert_int_equal(dc_env_parse_int("MLX_RANK", good[i].value, &v, err, sizeof err),
-                     DC_OK);
+    assert_int_equal(
+        dc_env_parse_int("MLX_RANK", good[i].value, &v, err, sizeof err),
+        DC_OK);
     assert_int_equal(v, good[i].want);
   }
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     v = -5;
     dc_status st = dc_env_parse_int("MLX_RANK", bad[i], &v, err, sizeof err);
-    if (st != DC_ERR_CONFIG) fail_msg("'%s' accepted", bad[i]);
+    if (st != DC_ERR_CONFIG)
+      fail_msg("'%s' accepted", bad[i]);
     assert_int_equal(v, -5); /* untouched on failure */
     assert_msg(err, "is not a non-negative integer");
   }

@@ -41,30 +41,56 @@ static double offset;
 
 static double get(const void *p, size_t i, dc_dtype d) {
   switch (d) {
-  case DC_INT8: return ((const int8_t *)p)[i];
-  case DC_INT32: return ((const int32_t *)p)[i];
-  case DC_INT64: return (double)((const int64_t *)p)[i];
-  case DC_UINT8: return ((const uint8_t *)p)[i];
-  case DC_FLOAT16: return dc_half_to_float(((const uint16_t *)p)[i]);
-  case DC_BFLOAT16: return dc_bf16_to_float(((const uint16_t *)p)[i]);
-  case DC_FLOAT32: return ((const float *)p)[i];
-  case DC_FLOAT64: return ((const double *)p)[i];
-  default: fail_msg("dtype %s not handled by the fake", dc_dtype_name(d));
+  case DC_INT8:
+    return ((const int8_t *)p)[i];
+  case DC_INT32:
+    return ((const int32_t *)p)[i];
+  case DC_INT64:
+    return (double)((const int64_t *)p)[i];
+  case DC_UINT8:
+    return ((const uint8_t *)p)[i];
+  case DC_FLOAT16:
+    return dc_half_to_float(((const uint16_t *)p)[i]);
+  case DC_BFLOAT16:
+    return dc_bf16_to_float(((const uint16_t *)p)[i]);
+  case DC_FLOAT32:
+    return ((const float *)p)[i];
+  case DC_FLOAT64:
+    return ((const double *)p)[i];
+  default:
+    fail_msg("dtype %s not handled by the fake", dc_dtype_name(d));
   }
   return 0;
 }
 
 static void set(void *p, size_t i, dc_dtype d, double v) {
   switch (d) {
-  case DC_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-  case DC_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-  case DC_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-  case DC_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-  case DC_FLOAT16: ((uint16_t *)p)[i] = dc_float_to_half((float)v); break;
-  case DC_BFLOAT16: ((uint16_t *)p)[i] = dc_float_to_bf16((float)v); break;
-  case DC_FLOAT32: ((float *)p)[i] = (float)v; break;
-  case DC_FLOAT64: ((double *)p)[i] = v; break;
-  default: fail_msg("dtype %s not handled by the fake", dc_dtype_name(d));
+  case DC_INT8:
+    ((int8_t *)p)[i] = (int8_t)v;
+    break;
+  case DC_INT32:
+    ((int32_t *)p)[i] = (int32_t)v;
+    break;
+  case DC_INT64:
+    ((int64_t *)p)[i] = (int64_t)v;
+    break;
+  case DC_UINT8:
+    ((uint8_t *)p)[i] = (uint8_t)v;
+    break;
+  case DC_FLOAT16:
+    ((uint16_t *)p)[i] = dc_float_to_half((float)v);
+    break;
+  case DC_BFLOAT16:
+    ((uint16_t *)p)[i] = dc_float_to_bf16((float)v);
+    break;
+  case DC_FLOAT32:
+    ((float *)p)[i] = (float)v;
+    break;
+  case DC_FLOAT64:
+    ((double *)p)[i] = v;
+    break;
+  default:
+    fail_msg("dtype %s not handled by the fake", dc_dtype_name(d));
   }
 }
 
@@ -134,8 +160,12 @@ static void test_mlx_call_counts(void **state) {
     long long size;
     int calls;
     size_t count;
-  } cases[] = {{DC_ALL_REDUCE_SIZE_DEFAULT, 1, 100}, {200, 2, 50}, {0, 10, 10},
-               {-5, 10, 10}, {40, 10, 10}, {41, 5, 20}};
+  } cases[] = {{DC_ALL_REDUCE_SIZE_DEFAULT, 1, 100},
+               {200, 2, 50},
+               {0, 10, 10},
+               {-5, 10, 10},
+               {40, 10, 10},
+               {41, 5, 20}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     fill_ones();
     ncalls = 0;
@@ -162,8 +192,9 @@ static void test_values_averaged(void **state) {
   int8_t d[2] = {10, -10};
   uint8_t e[1] = {3};
   uint16_t h[2] = {dc_float_to_half(2.0f), dc_float_to_bf16(2.0f)};
-  dc_tensor t[] = {{a, 3, DC_FLOAT32}, {b, 2, DC_FLOAT64}, {c, 4, DC_INT32},
-                   {d, 2, DC_INT8},    {e, 1, DC_UINT8},   {&h[0], 1, DC_FLOAT16},
+  dc_tensor t[] = {{a, 3, DC_FLOAT32},     {b, 2, DC_FLOAT64},
+                   {c, 4, DC_INT32},       {d, 2, DC_INT8},
+                   {e, 1, DC_UINT8},       {&h[0], 1, DC_FLOAT16},
                    {&h[1], 1, DC_BFLOAT16}};
   assert_int_equal(dc_average_gradients(g, t, 7, DC_ALL_REDUCE_SIZE_DEFAULT),
                    DC_OK);
@@ -188,8 +219,11 @@ static void test_mixed_dtypes_one_bucket_each(void **state) {
   float f1[4] = {1, 1, 1, 1}, f2[2] = {2, 2};
   int32_t i1[3] = {5, 5, 5}, i2[1] = {6};
   double d1[2] = {3, 3};
-  dc_tensor t[] = {{f1, 4, DC_FLOAT32}, {i1, 3, DC_INT32}, {d1, 2, DC_FLOAT64},
-                   {f2, 2, DC_FLOAT32}, {i2, 1, DC_INT32}};
+  dc_tensor t[] = {{f1, 4, DC_FLOAT32},
+                   {i1, 3, DC_INT32},
+                   {d1, 2, DC_FLOAT64},
+                   {f2, 2, DC_FLOAT32},
+                   {i2, 1, DC_INT32}};
   assert_int_equal(dc_average_gradients(g, t, 5, DC_ALL_REDUCE_SIZE_DEFAULT),
                    DC_OK);
   /* one all_sum per dtype, each packing that dtype's tensors in order */
@@ -294,8 +328,8 @@ static void test_empty_and_zero_counts(void **state) {
   assert_int_equal(dc_average_gradients(g, NULL, 0, 0), DC_OK);
   assert_int_equal(dc_average_gradients(g, ten, 0, 0), DC_OK);
   float x[2] = {1, 1};
-  dc_tensor t[] = {{NULL, 0, DC_FLOAT32}, {x, 2, DC_FLOAT32},
-                   {NULL, 0, DC_INT64}};
+  dc_tensor t[] = {
+      {NULL, 0, DC_FLOAT32}, {x, 2, DC_FLOAT32}, {NULL, 0, DC_INT64}};
   assert_int_equal(dc_average_gradients(g, t, 3, 0), DC_OK);
   assert_int_equal(ncalls, 1); /* empty tensors send nothing */
   assert_int_equal(dc_group_collectives(g), 1);
@@ -346,7 +380,8 @@ static void test_average_errors(void **state) {
   dc_group_free(g);
 }
 
-/* ---- singleton ------------------------------------------------------------ */
+/* ---- singleton ------------------------------------------------------------
+ */
 
 static void test_singleton_average(void **state) {
   (void)state;
@@ -366,7 +401,8 @@ static void test_singleton_average(void **state) {
   dc_group_free(g);
 }
 
-/* ---- clip_grad_norm_sharded ----------------------------------------------- */
+/* ---- clip_grad_norm_sharded -----------------------------------------------
+ */
 
 static void test_clip_singleton(void **state) {
   (void)state;

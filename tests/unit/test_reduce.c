@@ -23,7 +23,8 @@
  * bfloat16 paths. */
 int dc_reduce_force_portable(int on);
 
-/* ---- helpers -------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------
+ */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void) { /* xorshift64* */
@@ -108,9 +109,12 @@ static float ref_fmaxf(float x, float y, int is_max) {
 }
 static float ref_f32(float x, float y, dc_op op) {
   switch (op) {
-  case DC_SUM: return x + y;
-  case DC_PROD: return x * y;
-  default: return ref_fmaxf(x, y, op == DC_MAX);
+  case DC_SUM:
+    return x + y;
+  case DC_PROD:
+    return x * y;
+  default:
+    return ref_fmaxf(x, y, op == DC_MAX);
   }
 }
 
@@ -135,17 +139,29 @@ static void ref_elem(dc_dtype dt, dc_op op, unsigned char *out,
   case DC_BOOL:
     r = (op == DC_SUM || op == DC_MAX) ? (x || y) : (x && y);
     break;
-  case DC_INT8: case DC_INT16: case DC_INT32: case DC_INT64: {
+  case DC_INT8:
+  case DC_INT16:
+  case DC_INT32:
+  case DC_INT64: {
     int64_t a = sext(x, esz), b = sext(y, esz);
-    if (op == DC_SUM) r = x + y;
-    else if (op == DC_PROD) r = x * y; /* low bits are the same signed */
-    else r = (uint64_t)((a > b) == is_max ? a : b);
+    if (op == DC_SUM)
+      r = x + y;
+    else if (op == DC_PROD)
+      r = x * y; /* low bits are the same signed */
+    else
+      r = (uint64_t)((a > b) == is_max ? a : b);
     break;
   }
-  case DC_UINT8: case DC_UINT16: case DC_UINT32: case DC_UINT64:
-    if (op == DC_SUM) r = x + y;
-    else if (op == DC_PROD) r = x * y;
-    else r = (x > y) == is_max ? x : y;
+  case DC_UINT8:
+  case DC_UINT16:
+  case DC_UINT32:
+  case DC_UINT64:
+    if (op == DC_SUM)
+      r = x + y;
+    else if (op == DC_PROD)
+      r = x * y;
+    else
+      r = (x > y) == is_max ? x : y;
     break;
   case DC_FLOAT16:
     r = ref_f2h(ref_f32(ref_h2f((uint16_t)x), ref_h2f((uint16_t)y), op));
@@ -158,8 +174,9 @@ static void ref_elem(dc_dtype dt, dc_op op, unsigned char *out,
     break;
   case DC_FLOAT64: {
     double a = dof(x), b = dof(y);
-    double d = op == DC_SUM ? a + b : op == DC_PROD ? a * b
-                                                    : ref_fmax(a, b, is_max);
+    double d = op == DC_SUM    ? a + b
+               : op == DC_PROD ? a * b
+                               : ref_fmax(a, b, is_max);
     r = dbits(d);
     break;
   }
@@ -186,11 +203,16 @@ static void ref_elem(dc_dtype dt, dc_op op, unsigned char *out,
 
 static int is_nan_elem(dc_dtype dt, uint64_t v) {
   switch (dt) {
-  case DC_FLOAT16: return (v & 0x7fff) > 0x7c00;
-  case DC_BFLOAT16: return (v & 0x7fff) > 0x7f80;
-  case DC_FLOAT32: return (v & 0x7fffffff) > 0x7f800000;
-  case DC_FLOAT64: return (v & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
-  default: return 0;
+  case DC_FLOAT16:
+    return (v & 0x7fff) > 0x7c00;
+  case DC_BFLOAT16:
+    return (v & 0x7fff) > 0x7f80;
+  case DC_FLOAT32:
+    return (v & 0x7fffffff) > 0x7f800000;
+  case DC_FLOAT64:
+    return (v & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+  default:
+    return 0;
   }
 }
 
@@ -309,8 +331,8 @@ static void check_case(dc_dtype dt, dc_op op, size_t n, size_t off) {
   assert_int_equal(dc_reduce_local(pa, pa, n, dt, op), DC_OK);
   for (size_t i = 0; i < n; i++)
     if (!same_elem(dt, pa + i * esz, self + i * esz))
-      fail_msg("%s %s n=%zu i=%zu in place", dc_dtype_name(dt),
-               dc_op_name(op), n, i);
+      fail_msg("%s %s n=%zu i=%zu in place", dc_dtype_name(dt), dc_op_name(op),
+               n, i);
 
   free(a);
   free(b);
@@ -400,8 +422,7 @@ static void test_bf16_conversions(void **state) {
     if (isnan(f))
       assert_true((got & 0x7fff) > 0x7f80);
     else if (got != ref_f2b(f))
-      fail_msg("float_to_bf16(%a) = %#x, want %#x", (double)f, got,
-               ref_f2b(f));
+      fail_msg("float_to_bf16(%a) = %#x, want %#x", (double)f, got, ref_f2b(f));
   }
 }
 
@@ -419,8 +440,8 @@ static void expect16(dc_dtype dt, dc_op op, uint16_t x, uint16_t y,
     dc_reduce(a, b, 9, dt, op);
     for (int i = 0; i < 9; i++)
       if (a[i] != want)
-        fail_msg("%s %s %#x, %#x = %#x, want %#x (soft=%d)",
-                 dc_dtype_name(dt), dc_op_name(op), x, y, a[i], want, soft);
+        fail_msg("%s %s %#x, %#x = %#x, want %#x (soft=%d)", dc_dtype_name(dt),
+                 dc_op_name(op), x, y, a[i], want, soft);
     dc_reduce(b, (uint16_t[9]){x, x, x, x, x, x, x, x, x}, 9, dt, op);
     for (int i = 0; i < 9; i++)
       if (b[i] != want)
@@ -607,8 +628,7 @@ static void test_complex(void **state) {
                    DC_ERR_NOT_SUPPORTED);
   assert_int_equal(dc_reduce_local(a, b, 1, DC_COMPLEX64, DC_MIN),
                    DC_ERR_NOT_SUPPORTED);
-  assert_int_equal(dc_reduce_check(DC_COMPLEX64, DC_MAX),
-                   DC_ERR_NOT_SUPPORTED);
+  assert_int_equal(dc_reduce_check(DC_COMPLEX64, DC_MAX), DC_ERR_NOT_SUPPORTED);
   assert_int_equal(dc_reduce_check(DC_COMPLEX64, DC_PROD), DC_OK);
 }
 

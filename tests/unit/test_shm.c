@@ -31,7 +31,8 @@ static dc_pipe *fresh_pipe(void) {
 static void test_pipe_stream_wraps(void **state) {
   (void)state;
   dc_pipe *p = fresh_pipe();
-  unsigned char *out = malloc(3 * DC_PIPE_BYTES), *in = malloc(3 * DC_PIPE_BYTES);
+  unsigned char *out = malloc(3 * DC_PIPE_BYTES),
+                *in = malloc(3 * DC_PIPE_BYTES);
   for (size_t i = 0; i < 3 * DC_PIPE_BYTES; i++)
     out[i] = (unsigned char)(i * 7 + i / 251);
   size_t w = 0, r = 0, piece = 1;
@@ -62,7 +63,8 @@ static void test_pipe_flow_control(void **state) {
   assert_int_equal(dc_pipe_read(p, b, 16), 16);
   assert_int_equal(dc_pipe_write(p, &tail, iov, 2), 16); /* re-reads tail */
   const unsigned char *at;
-  assert_int_equal(dc_pipe_peek(p, &at), DC_PIPE_BYTES - 16); /* up to the end */
+  assert_int_equal(dc_pipe_peek(p, &at),
+                   DC_PIPE_BYTES - 16); /* up to the end */
   dc_pipe_consume(p, DC_PIPE_BYTES - 16);
   assert_int_equal(dc_pipe_peek(p, &at), 16); /* the wrapped part */
   assert_ptr_equal(at, p->data);
@@ -180,8 +182,8 @@ static void test_cma_read(void **state) {
   pid_t pid = fork(); /* the child reads the parent */
   if (pid == 0) {
     uint64_t v = 0;
-    ssize_t r = dc_cma_read((int)getppid(), &v, (uint64_t)(uintptr_t)&word,
-                            sizeof v);
+    ssize_t r =
+        dc_cma_read((int)getppid(), &v, (uint64_t)(uintptr_t)&word, sizeof v);
     _exit(r == (ssize_t)sizeof v && v == word ? 0 : errno == EPERM ? 77 : 1);
   }
   int status = 0;
@@ -192,8 +194,8 @@ static void test_cma_read(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
   /* a process that is gone cannot be read */
   got = 0;
-  assert_int_equal(dc_cma_read((int)pid, &got, (uint64_t)(uintptr_t)&word,
-                               sizeof got), -1);
+  assert_int_equal(
+      dc_cma_read((int)pid, &got, (uint64_t)(uintptr_t)&word, sizeof got), -1);
   setenv("DISTCOMM_CMA", "0", 1);
   assert_false(dc_cma_enabled());
   unsetenv("DISTCOMM_CMA");
@@ -290,7 +292,8 @@ static void test_attach_checks_owner_and_mode(void **state) {
   assert_int_equal(chmod(path, 0600), 0);
   if (geteuid() == 0) { /* giving it away needs root */
     assert_int_equal(chown(path, 65534, 65534), 0);
-    assert_int_equal(dc_shm_attach(&b, name, 1, err, sizeof err), DC_ERR_SYSTEM);
+    assert_int_equal(dc_shm_attach(&b, name, 1, err, sizeof err),
+                     DC_ERR_SYSTEM);
     assert_non_null(strstr(err, "owned by another user"));
     assert_int_equal(chown(path, 0, 0), 0);
   }

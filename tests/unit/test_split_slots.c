@@ -36,8 +36,7 @@ static void unterminated_slot_is_refused(void **state) {
   char *t = slots(2), why[160] = "";
   dc_addr a[2];
   memset(t + RING_ADDR_SLOT, '1', RING_ADDR_SLOT);
-  assert_int_equal(ring_parse_slots(t, 2, a, why, sizeof why),
-                   DC_ERR_MISMATCH);
+  assert_int_equal(ring_parse_slots(t, 2, a, why, sizeof why), DC_ERR_MISMATCH);
   assert_non_null(strstr(why, "address 1 is not terminated"));
   free(t);
 }
@@ -47,8 +46,7 @@ static void bad_address_is_refused(void **state) {
   char *t = slots(2), why[160] = "";
   dc_addr a[2];
   strcpy(t, "not an address");
-  assert_int_equal(ring_parse_slots(t, 2, a, why, sizeof why),
-                   DC_ERR_MISMATCH);
+  assert_int_equal(ring_parse_slots(t, 2, a, why, sizeof why), DC_ERR_MISMATCH);
   assert_true(why[0] != '\0');
   free(t);
 }

@@ -99,9 +99,9 @@ static void classes_are_separate(void **state) {
   (void)state;
   dc_tune *t = fresh(DC_TUNE_AUTO);
   for (int i = 0; i < 20; i++) {
-    call(t, DC_TUNE_ALL_REDUCE, MIB, 1e-4, 2e-4);          /* pull wins */
-    call(t, DC_TUNE_ALL_REDUCE, 64 * MIB, 9e-2, 3e-2);    /* pipes win */
-    call(t, DC_TUNE_ALL_GATHER, MIB, 3e-4, 1e-4);         /* pipes win */
+    call(t, DC_TUNE_ALL_REDUCE, MIB, 1e-4, 2e-4);      /* pull wins */
+    call(t, DC_TUNE_ALL_REDUCE, 64 * MIB, 9e-2, 3e-2); /* pipes win */
+    call(t, DC_TUNE_ALL_GATHER, MIB, 3e-4, 1e-4);      /* pipes win */
   }
   assert_int_equal(dc_tune_vote(t, DC_TUNE_ALL_REDUCE, MIB + 12345), 1);
   assert_int_equal(dc_tune_vote(t, DC_TUNE_ALL_REDUCE, 64 * MIB), 0);

@@ -19,6 +19,7 @@ int dcc_plan_addresses(struct dcc_topo *t, bool existing_only);
 
 /* The `ip addr add` lines (one per planned link end on host h, each ending
  * in '\n', each starting with `prefix`) into buf. Returns the count. */
-int dcc_setup_lines(const struct dcc_topo *t, int h, const char *prefix, char *buf, size_t len);
+int dcc_setup_lines(const struct dcc_topo *t, int h, const char *prefix,
+                    char *buf, size_t len);
 
 #endif

@@ -23,7 +23,8 @@ void dcc_emit_ethernet(FILE *f, const struct dcc_topo *t);
 /* {"backend": "ring", "envs": [neighbours], "hosts": [...]} in ring order;
  * each host's "ips" are its ends of the links from the previous host, one
  * per parallel ring. */
-void dcc_emit_ring(FILE *f, const struct dcc_topo *t, const int order[], int rings);
+void dcc_emit_ring(FILE *f, const struct dcc_topo *t, const int order[],
+                   int rings);
 
 /* MLX's mesh (JACCL) shape, in host order: "ips" = ethernet address (the
  * coordinator's is the first host's), "rdma"[j] = the interface of the

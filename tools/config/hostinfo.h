@@ -12,10 +12,12 @@ extern const char dcc_info_script[];
 
 /* Parses the info script's output into h (h->ssh is left alone).
  * Returns 0, or -1 with a message in err. */
-int dcc_hostinfo_parse(const char *out, struct dcc_host *h, char *err, size_t errlen);
+int dcc_hostinfo_parse(const char *out, struct dcc_host *h, char *err,
+                       size_t errlen);
 
 /* Parses `ip -j addr show` JSON into h->ifs. Returns 0 or -1 with err. */
-int dcc_parse_ip_json(const char *json, struct dcc_host *h, char *err, size_t errlen);
+int dcc_parse_ip_json(const char *json, struct dcc_host *h, char *err,
+                      size_t errlen);
 
 /* The interface of h holding IPv4 address a, or -1. */
 int dcc_find_v4_iface(const struct dcc_host *h, uint32_t a);

@@ -7,15 +7,15 @@
 #include "config.h"
 
 struct dcc_options {
-    char *hosts[DCC_MAX_HOSTS]; /* ssh destinations, in rank order */
-    int nhosts;
-    bool direct;     /* --over direct (default) rather than ethernet */
-    bool mesh;       /* --backend mesh rather than ring */
-    const char *output;
-    bool dot, auto_setup, verbose;
-    bool ignore_unreachable; /* drop hosts ssh cannot reach, with a warning */
-    const char *envs[DCC_MAX_ENVS]; /* --env K=V */
-    int nenvs;
+  char *hosts[DCC_MAX_HOSTS]; /* ssh destinations, in rank order */
+  int nhosts;
+  bool direct; /* --over direct (default) rather than ethernet */
+  bool mesh;   /* --backend mesh rather than ring */
+  const char *output;
+  bool dot, auto_setup, verbose;
+  bool ignore_unreachable; /* drop hosts ssh cannot reach, with a warning */
+  const char *envs[DCC_MAX_ENVS]; /* --env K=V */
+  int nenvs;
 };
 
 /* Returns 0 to go on, 1 when --help was printed, -1 after a usage error

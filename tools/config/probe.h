@@ -13,13 +13,13 @@
 
 /* Interface ifc of the probing host heard link-local address addr. */
 struct dcc_sight {
-    int ifc;
-    uint8_t addr[16];
+  int ifc;
+  uint8_t addr[16];
 };
 
 struct dcc_seen {
-    struct dcc_sight s[DCC_MAX_SIGHTS];
-    int n;
+  struct dcc_sight s[DCC_MAX_SIGHTS];
+  int n;
 };
 
 /* Whether interface i of h may be a direct link: up, not loopback, not the
@@ -31,7 +31,8 @@ bool dcc_probe_candidate(const struct dcc_host *h, int i);
 char *dcc_probe_script(const struct dcc_host *h);
 
 /* Reads the probe script's output ("<ifname> <ping line>" lines). */
-void dcc_probe_parse(const char *out, const struct dcc_host *h, struct dcc_seen *seen);
+void dcc_probe_parse(const char *out, const struct dcc_host *h,
+                     struct dcc_seen *seen);
 
 /* Fills t->links from every host's sightings (seen[t->nhosts]), sorted by
  * host pair then interface name. Returns the number of links. */

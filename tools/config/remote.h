@@ -9,12 +9,12 @@
 #include <stddef.h>
 
 struct dcc_job {
-    const char *host;   /* ssh destination */
-    const char *script; /* remote shell command; NULL: nothing to run */
-    char *out;          /* its stdout, NUL-terminated (malloc'd) */
-    char err[1024];     /* the end of its stderr */
-    int status;         /* exit status; -1 when it did not run or was killed */
-    bool timed_out;
+  const char *host;   /* ssh destination */
+  const char *script; /* remote shell command; NULL: nothing to run */
+  char *out;          /* its stdout, NUL-terminated (malloc'd) */
+  char err[1024];     /* the end of its stderr */
+  int status;         /* exit status; -1 when it did not run or was killed */
+  bool timed_out;
 };
 
 /* Set from --verbose: each command is logged to stderr before it runs. */

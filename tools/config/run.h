@@ -12,7 +12,8 @@ void dcc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Writes the hostfile with emit() to --output (through a temporary file
  * renamed into place) or to stdout. Returns 0, or 1 after an error. */
-int dcc_write_hostfile(const struct dcc_options *o, void (*emit)(FILE *, const void *), const void *arg);
+int dcc_write_hostfile(const struct dcc_options *o,
+                       void (*emit)(FILE *, const void *), const void *arg);
 
 /* --over direct: probe, check the ring or mesh, address, write. Returns
  * the exit status. */

@@ -11,17 +11,25 @@
 #include "spawn.h"
 
 /* strs[]: owned single values, by these indexes. */
-enum { DCL_S_JOB, DCL_S_TOKEN, DCL_S_HOSTFILE, DCL_S_CWD, DCL_S_CWD_TRY, DCL_S_HOST, DCL_S_N };
+enum {
+  DCL_S_JOB,
+  DCL_S_TOKEN,
+  DCL_S_HOSTFILE,
+  DCL_S_CWD,
+  DCL_S_CWD_TRY,
+  DCL_S_HOST,
+  DCL_S_N
+};
 
 struct dcl_agent_setup {
-    struct dcl_options opts;
-    struct dcl_launch_env env;
-    int *ranks; /* the MLX_RANKs to run here */
-    size_t n_ranks;
-    char *strs[DCL_S_N];
-    char **argv;
-    size_t argc;
-    long beat_ms; /* the launcher's heartbeat interval; 0: none promised */
+  struct dcl_options opts;
+  struct dcl_launch_env env;
+  int *ranks; /* the MLX_RANKs to run here */
+  size_t n_ranks;
+  char *strs[DCL_S_N];
+  char **argv;
+  size_t argc;
+  long beat_ms; /* the launcher's heartbeat interval; 0: none promised */
 };
 
 /* Keeps one frame of the setup. Returns 1 on DCL_W_GO, 0 to go on, -1 for a

@@ -22,7 +22,8 @@ bool dcl_stream_pump(struct dcl_stream *s, int rank, bool tag);
 /* The same for bytes that came another way (a remote agent's frames, the
  * stream's fd is -1). Returns false once our side of it is gone (its reader
  * went away: the rank's end must be closed too) or it was finished. */
-bool dcl_stream_put(struct dcl_stream *s, int rank, bool tag, const char *data, size_t len);
+bool dcl_stream_put(struct dcl_stream *s, int rank, bool tag, const char *data,
+                    size_t len);
 
 /* Writes what is left and closes the stream (used when we stop waiting). */
 void dcl_stream_finish(struct dcl_stream *s, int rank, bool tag);

@@ -10,7 +10,8 @@
  * file made with mkstemps under $TMPDIR (absolute) or /tmp. The file is
  * removed at exit (atexit) or by dcl_remove_hostfile(). Returns the path
  * (owned by this module), or NULL after printing why. */
-const char *dcl_write_hostfile(const struct dcl_ports *p, long nranks, long conns_per_ip);
+const char *dcl_write_hostfile(const struct dcl_ports *p, long nranks,
+                               long conns_per_ip);
 
 /* The same with the given content (a remote rank's copy of the job's file). */
 const char *dcl_write_hostfile_text(const char *json);

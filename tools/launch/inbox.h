@@ -8,19 +8,20 @@
 #include <stddef.h>
 
 struct dcl_inbox {
-    unsigned char *buf;
-    size_t len, cap;
-    size_t off; /* the start of the first frame not yet taken */
+  unsigned char *buf;
+  size_t len, cap;
+  size_t off; /* the start of the first frame not yet taken */
 };
 
 struct dcl_frame {
-    int type;
-    const unsigned char *payload; /* inside the inbox: valid until its next read */
-    size_t len;
+  int type;
+  const unsigned char
+      *payload; /* inside the inbox: valid until its next read */
+  size_t len;
 };
 
 /* dcl_inbox_read's answers besides a byte count. */
-#define DCL_INBOX_AGAIN 0 /* nothing now (EINTR, EAGAIN) */
+#define DCL_INBOX_AGAIN 0  /* nothing now (EINTR, EAGAIN) */
 #define DCL_INBOX_END (-1) /* the channel ended (or failed) */
 #define DCL_INBOX_NOMEM (-2)
 

@@ -19,28 +19,29 @@
 #define DCL_DRAIN_MS 2000
 
 struct dcl_job {
-    struct dcl_rank *ranks;
-    int n;            /* ranks allocated */
-    int started;      /* ranks forked so far */
-    bool tag;
-    bool stdin_open;  /* still reading our own stdin */
-    bool stopping;    /* a rank failed or we were told to stop; ranks that
-                         exit now are not failures */
-    bool termed;      /* SIGTERM sent */
-    bool killed;      /* SIGKILL sent */
-    int exit_code;
-    int stop_signals; /* SIGINT/SIGTERM/SIGHUP seen, to escalate on a second one */
-    int64_t term_at, kill_at;
-    int64_t drain_until; /* 0 until every rank has exited */
-    long beat_ms;        /* heartbeats to the agents every beat_ms (wire.h) */
-    int64_t beat_at;
-    /* Remote ranks: one ssh per host runs the agent that runs all of the
-     * host's ranks (one login each, whatever sshd's MaxStartups); those
-     * ranks' streams get their bytes from its frames (link.c). */
-    struct dcl_rank *links; /* the ssh processes */
-    int n_links;
-    int links_started;
-    int *link_of;           /* rank -> its link, -1 for a local rank */
+  struct dcl_rank *ranks;
+  int n;       /* ranks allocated */
+  int started; /* ranks forked so far */
+  bool tag;
+  bool stdin_open; /* still reading our own stdin */
+  bool stopping;   /* a rank failed or we were told to stop; ranks that
+                      exit now are not failures */
+  bool termed;     /* SIGTERM sent */
+  bool killed;     /* SIGKILL sent */
+  int exit_code;
+  int stop_signals; /* SIGINT/SIGTERM/SIGHUP seen, to escalate on a second one
+                     */
+  int64_t term_at, kill_at;
+  int64_t drain_until; /* 0 until every rank has exited */
+  long beat_ms;        /* heartbeats to the agents every beat_ms (wire.h) */
+  int64_t beat_at;
+  /* Remote ranks: one ssh per host runs the agent that runs all of the
+   * host's ranks (one login each, whatever sshd's MaxStartups); those
+   * ranks' streams get their bytes from its frames (link.c). */
+  struct dcl_rank *links; /* the ssh processes */
+  int n_links;
+  int links_started;
+  int *link_of; /* rank -> its link, -1 for a local rank */
 };
 
 /* Allocates n ranks. Returns 0 or -1 (no memory). */

@@ -1,13 +1,14 @@
-/* Choosing the ring's ports on 127.0.0.1 and holding them until the ranks start. */
+/* Choosing the ring's ports on 127.0.0.1 and holding them until the ranks
+ * start. */
 #ifndef DCL_PORTS_H
 #define DCL_PORTS_H
 
 #include <stddef.h>
 
 struct dcl_ports {
-    int *ports;    /* count consecutive port numbers */
-    int *fds;      /* sockets bound to them (reservations), -1 once released */
-    size_t count;
+  int *ports; /* count consecutive port numbers */
+  int *fds;   /* sockets bound to them (reservations), -1 once released */
+  size_t count;
 };
 
 /* starting_port > 0: use exactly starting_port..starting_port+count-1, failing

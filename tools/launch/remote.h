@@ -11,12 +11,14 @@
 #include "spawn.h"
 
 /* Runs the job on the plan's hosts; returns the launcher's exit status. */
-int dcl_remote_launch(const struct dcl_options *o, const struct dcl_plan *p, char **argv);
+int dcl_remote_launch(const struct dcl_options *o, const struct dcl_plan *p,
+                      char **argv);
 
 struct dcl_job;
 
 /* Queues one frame on the stdin of a link (the ssh running a host's agent). */
-void dcl_remote_send(struct dcl_rank *link, char type, const void *data, size_t len);
+void dcl_remote_send(struct dcl_rank *link, char type, const void *data,
+                     size_t len);
 
 /* Queues everything link l's agent needs for its host's ranks, ending with
  * DCL_W_GO. */

@@ -21,188 +21,183 @@
  * EOF means exec succeeded, a report means it did not. */
 enum stage { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC };
 struct report {
-    int stage;
-    int err;
+  int stage;
+  int err;
 };
 
-static void child_fail(int fd, enum stage stage)
-{
-    struct report rep = {stage, errno};
-    ssize_t ignored = write(fd, &rep, sizeof rep);
-    (void)ignored;
-    _exit(127); /* _exit: no atexit handlers (they would remove the hostfile) */
+static void child_fail(int fd, enum stage stage) {
+  struct report rep = {stage, errno};
+  ssize_t ignored = write(fd, &rep, sizeof rep);
+  (void)ignored;
+  _exit(127); /* _exit: no atexit handlers (they would remove the hostfile) */
 }
 
-static void set_env(const struct dcl_launch_env *e, int rank)
-{
-    const struct dcl_options *o = e->opts;
-    char num[32];
-    /* --env first: the launcher's own variables must win, as with mlx.launch. */
-    for (size_t i = 0; i < o->n_envs; i++)
-        putenv((char *)o->envs[i]);
-    snprintf(num, sizeof num, "%d", rank);
-    setenv("MLX_RANK", num, 1);
-    snprintf(num, sizeof num, "%ld", o->nranks);
-    setenv("MLX_WORLD_SIZE", num, 1);
-    setenv("MLX_HOSTFILE", e->hostfile, 1);
-    setenv("DISTCOMM_JOB_ID", e->job_id, 1);
-    setenv("DISTCOMM_JOB_TOKEN", e->job_token, 1);
-    if (o->verbose)
-        setenv("MLX_RING_VERBOSE", "1", 1);
+static void set_env(const struct dcl_launch_env *e, int rank) {
+  const struct dcl_options *o = e->opts;
+  char num[32];
+  /* --env first: the launcher's own variables must win, as with mlx.launch. */
+  for (size_t i = 0; i < o->n_envs; i++)
+    putenv((char *)o->envs[i]);
+  snprintf(num, sizeof num, "%d", rank);
+  setenv("MLX_RANK", num, 1);
+  snprintf(num, sizeof num, "%ld", o->nranks);
+  setenv("MLX_WORLD_SIZE", num, 1);
+  setenv("MLX_HOSTFILE", e->hostfile, 1);
+  setenv("DISTCOMM_JOB_ID", e->job_id, 1);
+  setenv("DISTCOMM_JOB_TOKEN", e->job_token, 1);
+  if (o->verbose)
+    setenv("MLX_RING_VERBOSE", "1", 1);
 }
 
 /* Runs in the forked child; never returns. fds: the child's ends. */
-static void child(const struct dcl_launch_env *e, int rank, char **ssh_argv, const int fds[3],
-                  int report)
-{
-    dcl_signals_reset_in_child();
-    /* A launcher killed with SIGKILL cannot stop its ranks; let the kernel. */
-    (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != e->launcher_pid)
-        _exit(127); /* it died before prctl took effect */
-    /* Its own group, so that one kill() reaches everything the rank started. */
-    if (setpgid(0, 0) != 0)
-        child_fail(report, STAGE_SETUP);
-    for (int i = 0; i < 3; i++)
-        if (dup2(fds[i], i) < 0)
-            child_fail(report, STAGE_SETUP);
-    if (ssh_argv != NULL) { /* the rank's setup goes on its stdin (remote.c) */
-        execvp(ssh_argv[0], ssh_argv);
-        child_fail(report, STAGE_EXEC);
-    }
-    if (e->opts->cwd != NULL && chdir(e->opts->cwd) != 0)
-        child_fail(report, STAGE_CHDIR);
-    set_env(e, rank);
-    execvp(e->argv[0], e->argv);
+static void child(const struct dcl_launch_env *e, int rank, char **ssh_argv,
+                  const int fds[3], int report) {
+  dcl_signals_reset_in_child();
+  /* A launcher killed with SIGKILL cannot stop its ranks; let the kernel. */
+  (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != e->launcher_pid)
+    _exit(127); /* it died before prctl took effect */
+  /* Its own group, so that one kill() reaches everything the rank started. */
+  if (setpgid(0, 0) != 0)
+    child_fail(report, STAGE_SETUP);
+  for (int i = 0; i < 3; i++)
+    if (dup2(fds[i], i) < 0)
+      child_fail(report, STAGE_SETUP);
+  if (ssh_argv != NULL) { /* the rank's setup goes on its stdin (remote.c) */
+    execvp(ssh_argv[0], ssh_argv);
     child_fail(report, STAGE_EXEC);
+  }
+  if (e->opts->cwd != NULL && chdir(e->opts->cwd) != 0)
+    child_fail(report, STAGE_CHDIR);
+  set_env(e, rank);
+  execvp(e->argv[0], e->argv);
+  child_fail(report, STAGE_EXEC);
 }
 
-static void close_pair(int p[2])
-{
-    for (int i = 0; i < 2; i++)
-        if (p[i] >= 0)
-            close(p[i]);
-    p[0] = p[1] = -1;
+static void close_pair(int p[2]) {
+  for (int i = 0; i < 2; i++)
+    if (p[i] >= 0)
+      close(p[i]);
+  p[0] = p[1] = -1;
 }
 
 /* pipes[0] stdin, [1] stdout, [2] stderr, [3] the exec report. */
-static int make_pipes(int pipes[4][2])
-{
-    for (int i = 0; i < 4; i++)
-        pipes[i][0] = pipes[i][1] = -1;
-    for (int i = 0; i < 4; i++)
-        if (pipe2(pipes[i], O_CLOEXEC) != 0)
-            return -1;
-    /* Our ends never block the loop: stdin's write end, the outputs' read ends. */
-    int ours[3] = {pipes[0][1], pipes[1][0], pipes[2][0]};
-    for (int i = 0; i < 3; i++)
-        if (fcntl(ours[i], F_SETFL, O_NONBLOCK) != 0)
-            return -1;
+static int make_pipes(int pipes[4][2]) {
+  for (int i = 0; i < 4; i++)
+    pipes[i][0] = pipes[i][1] = -1;
+  for (int i = 0; i < 4; i++)
+    if (pipe2(pipes[i], O_CLOEXEC) != 0)
+      return -1;
+  /* Our ends never block the loop: stdin's write end, the outputs' read ends.
+   */
+  int ours[3] = {pipes[0][1], pipes[1][0], pipes[2][0]};
+  for (int i = 0; i < 3; i++)
+    if (fcntl(ours[i], F_SETFL, O_NONBLOCK) != 0)
+      return -1;
+  return 0;
+}
+
+int dcl_rank_exited(struct dcl_rank *r, bool block) {
+  siginfo_t si;
+  si.si_pid = 0;
+  int flags = WEXITED | WNOWAIT | (block ? 0 : WNOHANG);
+  if (waitid(P_PID, (id_t)r->pid, &si, flags) != 0)
+    return errno == EINTR ? 0 : -1;
+  if (si.si_pid == 0)
     return 0;
+  if (si.si_code == CLD_EXITED)
+    r->wstatus = (si.si_status & 0xff) << 8;
+  else /* CLD_KILLED, CLD_DUMPED: as waitpid would say */
+    r->wstatus = (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+  r->running = false;
+  r->unreaped = true;
+  return 1;
 }
 
-int dcl_rank_exited(struct dcl_rank *r, bool block)
-{
-    siginfo_t si;
-    si.si_pid = 0;
-    int flags = WEXITED | WNOWAIT | (block ? 0 : WNOHANG);
-    if (waitid(P_PID, (id_t)r->pid, &si, flags) != 0)
-        return errno == EINTR ? 0 : -1;
-    if (si.si_pid == 0)
-        return 0;
-    if (si.si_code == CLD_EXITED)
-        r->wstatus = (si.si_status & 0xff) << 8;
-    else /* CLD_KILLED, CLD_DUMPED: as waitpid would say */
-        r->wstatus = (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
-    r->running = false;
-    r->unreaped = true;
+void dcl_rank_reap(struct dcl_rank *r) {
+  if (!r->unreaped)
+    return;
+  while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
+    continue;
+  r->unreaped = false;
+}
+
+static int explain(const struct dcl_launch_env *e, struct dcl_rank *r,
+                   struct report rep) {
+  int rank = r->index;
+  while (dcl_rank_exited(r, true) == 0) /* its group may be signalled later */
+    continue;
+  r->running = false;
+  const char *cmd = r->ssh_argv ? r->ssh_argv[0] : e->argv[0];
+  if (rep.stage == STAGE_CHDIR) {
+    dcl_error("rank %d: cannot change directory to '%s': %s", rank,
+              e->opts->cwd, strerror(rep.err));
     return 1;
-}
-
-void dcl_rank_reap(struct dcl_rank *r)
-{
-    if (!r->unreaped)
-        return;
-    while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
-        continue;
-    r->unreaped = false;
-}
-
-static int explain(const struct dcl_launch_env *e, struct dcl_rank *r, struct report rep)
-{
-    int rank = r->index;
-    while (dcl_rank_exited(r, true) == 0) /* its group may be signalled later */
-        continue;
-    r->running = false;
-    const char *cmd = r->ssh_argv ? r->ssh_argv[0] : e->argv[0];
-    if (rep.stage == STAGE_CHDIR) {
-        dcl_error("rank %d: cannot change directory to '%s': %s", rank, e->opts->cwd,
-                  strerror(rep.err));
-        return 1;
-    }
-    if (rep.stage == STAGE_SETUP) {
-        dcl_error("rank %d: cannot set up the process: %s", rank, strerror(rep.err));
-        return 1;
-    }
-    dcl_error("cannot run '%s': %s", cmd, strerror(rep.err));
-    return rep.err == ENOENT ? 127 : 126;
+  }
+  if (rep.stage == STAGE_SETUP) {
+    dcl_error("rank %d: cannot set up the process: %s", rank,
+              strerror(rep.err));
+    return 1;
+  }
+  dcl_error("cannot run '%s': %s", cmd, strerror(rep.err));
+  return rep.err == ENOENT ? 127 : 126;
 }
 
 /* Parent side after fork: keep our ends, wait for exec or its failure. */
-static int adopt(struct dcl_rank *r, const struct dcl_launch_env *e, int pipes[4][2])
-{
-    (void)setpgid(r->pid, r->pid); /* also here: no window where kill(-pid) misses */
-    close(pipes[0][0]);
-    close(pipes[1][1]);
-    close(pipes[2][1]);
-    close(pipes[3][1]);
-    r->in_fd = pipes[0][1];
-    r->running = true;
-    int out_ok = dcl_stream_init(&r->out, pipes[1][0], 1);
-    int err_ok = dcl_stream_init(&r->err, pipes[2][0], 2);
-    struct report rep;
-    ssize_t n;
-    do {
-        n = read(pipes[3][0], &rep, sizeof rep);
-    } while (n < 0 && errno == EINTR);
-    close(pipes[3][0]);
-    if (n == (ssize_t)sizeof rep)
-        return explain(e, r, rep);
-    if (out_ok != 0 || err_ok != 0) {
-        dcl_error("out of memory");
-        return 1;
-    }
-    return 0;
+static int adopt(struct dcl_rank *r, const struct dcl_launch_env *e,
+                 int pipes[4][2]) {
+  (void)setpgid(r->pid,
+                r->pid); /* also here: no window where kill(-pid) misses */
+  close(pipes[0][0]);
+  close(pipes[1][1]);
+  close(pipes[2][1]);
+  close(pipes[3][1]);
+  r->in_fd = pipes[0][1];
+  r->running = true;
+  int out_ok = dcl_stream_init(&r->out, pipes[1][0], 1);
+  int err_ok = dcl_stream_init(&r->err, pipes[2][0], 2);
+  struct report rep;
+  ssize_t n;
+  do {
+    n = read(pipes[3][0], &rep, sizeof rep);
+  } while (n < 0 && errno == EINTR);
+  close(pipes[3][0]);
+  if (n == (ssize_t)sizeof rep)
+    return explain(e, r, rep);
+  if (out_ok != 0 || err_ok != 0) {
+    dcl_error("out of memory");
+    return 1;
+  }
+  return 0;
 }
 
-int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e)
-{
-    int pipes[4][2];
-    r->pid = -1;
-    r->in_fd = r->out.fd = r->err.fd = -1;
-    if (make_pipes(pipes) != 0) {
-        dcl_error("rank %d: cannot create pipes: %s", r->index, strerror(errno));
-        for (int i = 0; i < 4; i++)
-            close_pair(pipes[i]);
-        return 1;
-    }
-    /* Signals stay blocked until the child has reset its handlers, so that a
-     * Ctrl-C in this window cannot run our handler in the child. */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
-    r->pid = fork();
-    if (r->pid == 0) {
-        int fds[3] = {pipes[0][0], pipes[1][1], pipes[2][1]};
-        child(e, r->index, r->ssh_argv, fds, pipes[3][1]);
-    }
-    int fork_errno = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    if (r->pid < 0) {
-        dcl_error("rank %d: fork failed: %s", r->index, strerror(fork_errno));
-        for (int i = 0; i < 4; i++)
-            close_pair(pipes[i]);
-        return 1;
-    }
-    return adopt(r, e, pipes);
+int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e) {
+  int pipes[4][2];
+  r->pid = -1;
+  r->in_fd = r->out.fd = r->err.fd = -1;
+  if (make_pipes(pipes) != 0) {
+    dcl_error("rank %d: cannot create pipes: %s", r->index, strerror(errno));
+    for (int i = 0; i < 4; i++)
+      close_pair(pipes[i]);
+    return 1;
+  }
+  /* Signals stay blocked until the child has reset its handlers, so that a
+   * Ctrl-C in this window cannot run our handler in the child. */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &old);
+  r->pid = fork();
+  if (r->pid == 0) {
+    int fds[3] = {pipes[0][0], pipes[1][1], pipes[2][1]};
+    child(e, r->index, r->ssh_argv, fds, pipes[3][1]);
+  }
+  int fork_errno = errno;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  if (r->pid < 0) {
+    dcl_error("rank %d: fork failed: %s", r->index, strerror(fork_errno));
+    for (int i = 0; i < 4; i++)
+      close_pair(pipes[i]);
+    return 1;
+  }
+  return adopt(r, e, pipes);
 }

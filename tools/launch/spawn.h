@@ -9,19 +9,19 @@
 
 /* What every rank shares. */
 struct dcl_launch_env {
-    const struct dcl_options *opts;
-    char **argv;            /* the command to exec (NULL-terminated) */
-    const char *hostfile;   /* MLX_HOSTFILE */
-    const char *job_id;     /* DISTCOMM_JOB_ID */
-    const char *job_token;  /* DISTCOMM_JOB_TOKEN */
-    pid_t launcher_pid;     /* to notice a launcher that died during fork */
-    const char *hostfile_json; /* remote ranks: the hostfile's content */
-    const char *cwd;        /* remote ranks: --cwd, or the launcher's cwd */
+  const struct dcl_options *opts;
+  char **argv;               /* the command to exec (NULL-terminated) */
+  const char *hostfile;      /* MLX_HOSTFILE */
+  const char *job_id;        /* DISTCOMM_JOB_ID */
+  const char *job_token;     /* DISTCOMM_JOB_TOKEN */
+  pid_t launcher_pid;        /* to notice a launcher that died during fork */
+  const char *hostfile_json; /* remote ranks: the hostfile's content */
+  const char *cwd;           /* remote ranks: --cwd, or the launcher's cwd */
 };
 
 /* Forks and execs rank r->index (for a remote rank: its r->ssh_argv, with
- * our own environment and directory). Returns 0 once the command runs, or, after
- * printing one line saying why it could not be run, the exit status the
+ * our own environment and directory). Returns 0 once the command runs, or,
+ * after printing one line saying why it could not be run, the exit status the
  * launcher should end with (127 not found, 126 not executable, 1 other). */
 int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e);
 

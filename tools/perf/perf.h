@@ -15,10 +15,10 @@ typedef enum perf_op {
   PERF_REDUCE_SCATTER,
   PERF_BROADCAST,
   PERF_SENDRECV,
-  PERF_ALL_TO_ALL, /* size = each rank's send (and receive) bytes */
-  PERF_GATHER,     /* size = root's gathered bytes, like all_gather */
-  PERF_SCATTER,    /* size = root's send bytes */
-  PERF_REDUCE,     /* dc_reduce_to */
+  PERF_ALL_TO_ALL,  /* size = each rank's send (and receive) bytes */
+  PERF_GATHER,      /* size = root's gathered bytes, like all_gather */
+  PERF_SCATTER,     /* size = root's send bytes */
+  PERF_REDUCE,      /* dc_reduce_to */
   PERF_IALL_REDUCE, /* dc_iall_reduce + dc_wait: the cost of a request */
   PERF_OP_COUNT
 } perf_op;
@@ -26,12 +26,12 @@ typedef enum perf_op {
 #define PERF_MAX_SIZES 128
 
 typedef struct perf_opts {
-  unsigned ops;                  /* bit (1u << perf_op) per op to run */
-  size_t sizes[PERF_MAX_SIZES];  /* requested sizes in bytes, ascending */
+  unsigned ops;                 /* bit (1u << perf_op) per op to run */
+  size_t sizes[PERF_MAX_SIZES]; /* requested sizes in bytes, ascending */
   size_t nsizes;
-  int iters;        /* timed iterations per run; 0 = by size, as the peers */
-  int warmup;       /* untimed iterations; -1 = as many as iters */
-  int runs;         /* timed runs per size; the median is reported */
+  int iters;  /* timed iterations per run; 0 = by size, as the peers */
+  int warmup; /* untimed iterations; -1 = as many as iters */
+  int runs;   /* timed runs per size; the median is reported */
   dc_dtype dtype;
   dc_op redop;
   int check;        /* 1: patterned data, one verified call per size */
@@ -53,10 +53,10 @@ typedef struct perf_ctx {
   const perf_opts *o;
   dc_group *g;
   int rank, size;
-  void *sb, *rb;      /* send / receive buffers, cap bytes each */
+  void *sb, *rb; /* send / receive buffers, cap bytes each */
   size_t cap;
-  long long wrong;    /* wrong elements over all ranks, all sizes */
-  double busbw_sum;   /* for the closing average */
+  long long wrong;  /* wrong elements over all ranks, all sizes */
+  double busbw_sum; /* for the closing average */
   int rows;
 } perf_ctx;
 

@@ -20,8 +20,8 @@
 typedef struct mesh_setup {
   dc_coord c;
   dc_devices d;
-  int ring;     /* jaccl-ring: neighbours only */
-  int n;        /* c.size * d.links addresses of this rank */
+  int ring; /* jaccl-ring: neighbours only */
+  int n;    /* c.size * d.links addresses of this rank */
   dc_addr *mine;
   int *fds, nfds, *which;
 } mesh_setup;
@@ -43,14 +43,18 @@ static dc_status local_addrs(mesh_setup *m, char *err, size_t errlen) {
       const char *dev = dc_device(&m->d, r, q, k);
       char why[160];
       if (!*dev) {
-        snprintf(err, errlen, "MLX_IBV_DEVICES: rank %d has no device towards "
-                 "rank %d (entry [%d][%d] is null)%s", r, q, r, q,
+        snprintf(err, errlen,
+                 "MLX_IBV_DEVICES: rank %d has no device towards "
+                 "rank %d (entry [%d][%d] is null)%s",
+                 r, q, r, q,
                  m->ring ? "" : "; a ring of cables needs jaccl-ring");
         return DC_ERR_CONFIG;
       }
       if (dc_iface_addr(dev, &m->mine[q * L + k], why, sizeof why) != DC_OK) {
-        snprintf(err, errlen, "MLX_IBV_DEVICES: rank %d's device towards rank "
-                 "%d: %s", r, q, why);
+        snprintf(err, errlen,
+                 "MLX_IBV_DEVICES: rank %d's device towards rank "
+                 "%d: %s",
+                 r, q, why);
         return DC_ERR_CONFIG;
       }
       if (first < 0)
@@ -71,11 +75,18 @@ static dc_status connect_mesh(mesh_setup *m, double timeout, dc_group **out,
                                      &all, &job, err, errlen);
   if (st != DC_OK)
     return st;
-  dc_mesh_plan p = {.rank = m->c.rank, .size = m->c.size, .naddrs = L,
-                 .sockets = ring_sockets(), .addrs = all.addrs,
-                 .listen_fds = m->fds, .job = job, .group = 1,
-                 .neighbours = m->ring, .per_peer = 1, .nlisten = m->nfds,
-                 .listener = m->which};
+  dc_mesh_plan p = {.rank = m->c.rank,
+                    .size = m->c.size,
+                    .naddrs = L,
+                    .sockets = ring_sockets(),
+                    .addrs = all.addrs,
+                    .listen_fds = m->fds,
+                    .job = job,
+                    .group = 1,
+                    .neighbours = m->ring,
+                    .per_peer = 1,
+                    .nlisten = m->nfds,
+                    .listener = m->which};
   st = ring_build(&p, m->mine, timeout, out, err, errlen);
   dc_hostfile_free(&all);
   return st;
@@ -84,9 +95,10 @@ static dc_status connect_mesh(mesh_setup *m, double timeout, dc_group **out,
 static dc_status setup(mesh_setup *m, char *err, size_t errlen) {
   m->n = m->c.size * m->d.links;
   if (m->n > DC_HOSTFILE_MAX_ADDRS) {
-    snprintf(err, errlen, "the mesh has %d ranks x %d links: at most %d "
-             "addresses per rank", m->c.size, m->d.links,
-             DC_HOSTFILE_MAX_ADDRS);
+    snprintf(err, errlen,
+             "the mesh has %d ranks x %d links: at most %d "
+             "addresses per rank",
+             m->c.size, m->d.links, DC_HOSTFILE_MAX_ADDRS);
     return DC_ERR_CONFIG;
   }
   m->mine = calloc((size_t)m->n, sizeof *m->mine);
@@ -118,7 +130,8 @@ static void mesh_free(mesh_setup *m) {
 static dc_status coord_from_hostfile(mesh_setup *m, char *err, size_t errlen) {
   const char *path = dc_env_str(DC_ENV_HOSTFILE), *rs = dc_env_str(DC_ENV_RANK);
   if (!path || !*path || !rs || !*rs) {
-    snprintf(err, errlen, "MLX_IBV_DEVICES is set but no coordinator is: set "
+    snprintf(err, errlen,
+             "MLX_IBV_DEVICES is set but no coordinator is: set "
              "MLX_JACCL_COORDINATOR to the ip:port where rank 0 listens");
     return DC_ERR_CONFIG;
   }
@@ -127,12 +140,16 @@ static dc_status coord_from_hostfile(mesh_setup *m, char *err, size_t errlen) {
   dc_status st = dc_env_parse_int("MLX_RANK", rs, &rank, err, errlen);
   if (st == DC_OK && (st = dc_hostfile_load(path, &hf, err, errlen)) == DC_OK) {
     if (hf.nranks != m->d.n || rank >= hf.nranks) {
-      snprintf(err, errlen, "MLX_HOSTFILE lists %d ranks, MLX_IBV_DEVICES has "
-               "%d rows, MLX_RANK=%ld: they disagree", hf.nranks, m->d.n, rank);
+      snprintf(err, errlen,
+               "MLX_HOSTFILE lists %d ranks, MLX_IBV_DEVICES has "
+               "%d rows, MLX_RANK=%ld: they disagree",
+               hf.nranks, m->d.n, rank);
       st = DC_ERR_CONFIG;
     }
-    m->c = (dc_coord){.addr = hf.addrs[0], .from = "MLX_HOSTFILE's rank 0",
-                      .rank = (int)rank, .size = hf.nranks};
+    m->c = (dc_coord){.addr = hf.addrs[0],
+                      .from = "MLX_HOSTFILE's rank 0",
+                      .rank = (int)rank,
+                      .size = hf.nranks};
     dc_hostfile_free(&hf);
   }
   return st == DC_ERR_UNAVAILABLE ? DC_ERR_CONFIG : st;
@@ -153,7 +170,8 @@ static dc_status mesh_init(int ring, dc_group **out) {
   *out = NULL;
   const char *devices = dc_env_str(DC_ENV_IBV_DEVICES);
   if (!devices || !*devices)
-    return dc_init_fail(DC_ERR_UNAVAILABLE, "init: the mesh (jaccl) needs "
+    return dc_init_fail(DC_ERR_UNAVAILABLE,
+                        "init: the mesh (jaccl) needs "
                         "MLX_IBV_DEVICES and MLX_JACCL_COORDINATOR");
   char err[700];
   mesh_setup m = {.ring = ring || dc_env_flag(DC_ENV_JACCL_RING)};
@@ -170,9 +188,10 @@ static dc_status mesh_init(int ring, dc_group **out) {
   if (st == DC_OK)
     st = connect_mesh(&m, dc_default_timeout(), out, err, sizeof err);
   if (st == DC_OK)
-    dc_log(*out, "mesh ready by coordinator %s (%s): rank %d of %d, %d "
-           "link(s) per %s, %d listener(s)", m.c.addr.text, m.c.from,
-           m.c.rank, m.c.size, m.d.links,
+    dc_log(*out,
+           "mesh ready by coordinator %s (%s): rank %d of %d, %d "
+           "link(s) per %s, %d listener(s)",
+           m.c.addr.text, m.c.from, m.c.rank, m.c.size, m.d.links,
            m.ring ? "ring neighbour (jaccl-ring)" : "pair", m.nfds);
   mesh_free(&m);
   return st == DC_OK ? DC_OK : dc_init_fail(st, "init: %s", err);

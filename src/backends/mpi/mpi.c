@@ -30,10 +30,10 @@ static dc_status mpi_all_reduce(dc_group *g, const void *send, void *recv,
   size_t es = dc_dtype_size(dtype);
   for (size_t off = 0; off < count; off += dc_mpi_piece) {
     int n = (int)min_sz(dc_mpi_piece, count - off);
-    const void *s = send == recv ? dc_mpi.k.in_place
-                                 : (const char *)send + off * es;
-    int rc = dc_MPI_Allreduce(s, (char *)recv + off * es, n, type, mop,
-                              comm_of(g));
+    const void *s =
+        send == recv ? dc_mpi.k.in_place : (const char *)send + off * es;
+    int rc =
+        dc_MPI_Allreduce(s, (char *)recv + off * es, n, type, mop, comm_of(g));
     if (rc)
       return dc_mpi_fail(g, "MPI_Allreduce", rc);
   }
@@ -43,8 +43,8 @@ static dc_status mpi_all_reduce(dc_group *g, const void *send, void *recv,
 static dc_status bcast_bytes(dc_group *g, void *buf, size_t bytes, int root) {
   for (size_t off = 0; off < bytes; off += dc_mpi_piece) {
     int n = (int)min_sz(dc_mpi_piece, bytes - off);
-    int rc = dc_MPI_Bcast((char *)buf + off, n, dc_mpi.k.byte, root,
-                          comm_of(g));
+    int rc =
+        dc_MPI_Bcast((char *)buf + off, n, dc_mpi.k.byte, root, comm_of(g));
     if (rc)
       return dc_mpi_fail(g, "MPI_Bcast", rc);
   }
@@ -105,16 +105,14 @@ static dc_status reduce_blocks(dc_group *g, const void *send, void *recv,
 
 /* MPI_Reduce_scatter_block: in place, MPI reads the whole input from recv
  * and leaves this rank's block at its start, which is our send == recv. */
-static dc_status mpi_reduce_scatter(dc_group *g, const void *send,
-                                    void *recv, size_t count, dc_dtype dtype,
-                                    dc_op op) {
+static dc_status mpi_reduce_scatter(dc_group *g, const void *send, void *recv,
+                                    size_t count, dc_dtype dtype, dc_op op) {
   if (count * (size_t)g->size > dc_mpi_piece)
     return reduce_blocks(g, send, recv, count, dtype, op);
   mpi_h type, mop;
   dc_mpi_reduce_kind(dtype, op, &type, &mop);
   int rc = dc_MPI_Reduce_scatter_block(send == recv ? dc_mpi.k.in_place : send,
-                                       recv, (int)count, type, mop,
-                                       comm_of(g));
+                                       recv, (int)count, type, mop, comm_of(g));
   return rc ? dc_mpi_fail(g, "MPI_Reduce_scatter_block", rc) : DC_OK;
 }
 
@@ -139,13 +137,13 @@ static dc_status mpi_send(dc_group *g, const void *buf, size_t count,
   return DC_OK;
 }
 
-static dc_status mpi_recv(dc_group *g, void *buf, size_t count,
-                          dc_dtype dtype, int src) {
+static dc_status mpi_recv(dc_group *g, void *buf, size_t count, dc_dtype dtype,
+                          int src) {
   size_t bytes = count * dc_dtype_size(dtype), off = 0;
   do {
     int n = (int)min_sz(dc_mpi_piece, bytes - off);
-    int rc = dc_MPI_Recv((char *)buf + off, n, dc_mpi.k.byte, src, 0,
-                         comm_of(g));
+    int rc =
+        dc_MPI_Recv((char *)buf + off, n, dc_mpi.k.byte, src, 0, comm_of(g));
     if (rc)
       return dc_mpi_fail(g, "MPI_Recv", rc);
     off += (size_t)n;
@@ -233,9 +231,10 @@ static dc_status mpi_reduce_to(dc_group *g, const void *send, void *recv,
   int me = g->rank == root, in_place = me && send == recv;
   for (size_t off = 0; off < count; off += dc_mpi_piece) {
     int n = (int)min_sz(dc_mpi_piece, count - off);
-    const void *s = in_place ? dc_mpi.k.in_place : (const char *)send + off * es;
-    int rc = dc_MPI_Reduce(s, me ? (char *)recv + off * es : NULL, n, type,
-                           mop, root, comm_of(g));
+    const void *s =
+        in_place ? dc_mpi.k.in_place : (const char *)send + off * es;
+    int rc = dc_MPI_Reduce(s, me ? (char *)recv + off * es : NULL, n, type, mop,
+                           root, comm_of(g));
     if (rc)
       return dc_mpi_fail(g, "MPI_Reduce", rc);
   }

@@ -18,36 +18,36 @@ mpi_lib dc_mpi;
 
 /* X(name, parameter types) with T standing for a handle. Both ABIs have the
  * same functions with the same parameters but for T. */
-#define MPI_FUNCS(X, T)                                                       \
-  X(Init_thread, (int *, char ***, int, int *))                               \
-  X(Initialized, (int *))                                                     \
-  X(Finalized, (int *))                                                       \
-  X(Finalize, (void))                                                         \
-  X(Query_thread, (int *))                                                    \
-  X(Error_string, (int, char *, int *))                                       \
-  X(Get_library_version, (char *, int *))                                     \
-  X(Comm_rank, (T, int *))                                                    \
-  X(Comm_size, (T, int *))                                                    \
-  X(Comm_set_errhandler, (T, T))                                              \
-  X(Comm_dup, (T, T *))                                                       \
-  X(Comm_split, (T, int, int, T *))                                           \
-  X(Comm_free, (T *))                                                         \
-  X(Type_contiguous, (int, T, T *))                                           \
-  X(Type_commit, (T *))                                                       \
-  X(Type_free, (T *))                                                         \
-  X(Op_create, (void (*)(void *, void *, int *, T *), int, T *))              \
-  X(Op_free, (T *))                                                           \
-  X(Allreduce, (const void *, void *, int, T, T, T))                          \
-  X(Allgather, (const void *, int, T, void *, int, T, T))                     \
-  X(Reduce_scatter_block, (const void *, void *, int, T, T, T))               \
-  X(Reduce, (const void *, void *, int, T, T, int, T))                        \
-  X(Bcast, (void *, int, T, int, T))                                          \
-  X(Alltoallv, (const void *, const int *, const int *, T, void *,            \
-                const int *, const int *, T, T))                              \
-  X(Gather, (const void *, int, T, void *, int, T, int, T))                   \
-  X(Scatter, (const void *, int, T, void *, int, T, int, T))                  \
-  X(Send, (const void *, int, T, int, int, T))                                \
-  X(Recv, (void *, int, T, int, int, T, void *))                              \
+#define MPI_FUNCS(X, T)                                                        \
+  X(Init_thread, (int *, char ***, int, int *))                                \
+  X(Initialized, (int *))                                                      \
+  X(Finalized, (int *))                                                        \
+  X(Finalize, (void))                                                          \
+  X(Query_thread, (int *))                                                     \
+  X(Error_string, (int, char *, int *))                                        \
+  X(Get_library_version, (char *, int *))                                      \
+  X(Comm_rank, (T, int *))                                                     \
+  X(Comm_size, (T, int *))                                                     \
+  X(Comm_set_errhandler, (T, T))                                               \
+  X(Comm_dup, (T, T *))                                                        \
+  X(Comm_split, (T, int, int, T *))                                            \
+  X(Comm_free, (T *))                                                          \
+  X(Type_contiguous, (int, T, T *))                                            \
+  X(Type_commit, (T *))                                                        \
+  X(Type_free, (T *))                                                          \
+  X(Op_create, (void (*)(void *, void *, int *, T *), int, T *))               \
+  X(Op_free, (T *))                                                            \
+  X(Allreduce, (const void *, void *, int, T, T, T))                           \
+  X(Allgather, (const void *, int, T, void *, int, T, T))                      \
+  X(Reduce_scatter_block, (const void *, void *, int, T, T, T))                \
+  X(Reduce, (const void *, void *, int, T, T, int, T))                         \
+  X(Bcast, (void *, int, T, int, T))                                           \
+  X(Alltoallv, (const void *, const int *, const int *, T, void *,             \
+                const int *, const int *, T, T))                               \
+  X(Gather, (const void *, int, T, void *, int, T, int, T))                    \
+  X(Scatter, (const void *, int, T, void *, int, T, int, T))                   \
+  X(Send, (const void *, int, T, int, int, T))                                 \
+  X(Recv, (void *, int, T, int, int, T, void *))                               \
   X(Barrier, (T))
 
 #define MEMBER_(name, params) int(*name) params;
@@ -82,16 +82,16 @@ _Static_assert(sizeof(mpich_api) == sizeof(void *) * NFUNCS, "packed table");
 static void mpich_consts(mpi_consts *k) {
   static const mpi_h types[DC_DTYPE_COUNT] = {
       [DC_BOOL] = 0x4c00013b, /* uint8_t: reduced with MPI_LOR / MPI_LAND */
-      [DC_INT8] = 0x4c000137,    [DC_INT16] = 0x4c000238,
-      [DC_INT32] = 0x4c000439,   [DC_INT64] = 0x4c00083a,
-      [DC_UINT8] = 0x4c00013b,   [DC_UINT16] = 0x4c00023c,
-      [DC_UINT32] = 0x4c00043d,  [DC_UINT64] = 0x4c00083e,
-      [DC_FLOAT32] = 0x4c00040a, [DC_FLOAT64] = 0x4c00080b,
+      [DC_INT8] = 0x4c000137,      [DC_INT16] = 0x4c000238,
+      [DC_INT32] = 0x4c000439,     [DC_INT64] = 0x4c00083a,
+      [DC_UINT8] = 0x4c00013b,     [DC_UINT16] = 0x4c00023c,
+      [DC_UINT32] = 0x4c00043d,    [DC_UINT64] = 0x4c00083e,
+      [DC_FLOAT32] = 0x4c00040a,   [DC_FLOAT64] = 0x4c00080b,
       [DC_COMPLEX64] = 0x4c000840, /* MPI_C_FLOAT_COMPLEX */
   };
   static const mpi_h ops[MPI_NOPS] = {
-      [MPI_OP_MAX] = 0x58000001, [MPI_OP_MIN] = 0x58000002,
-      [MPI_OP_SUM] = 0x58000003, [MPI_OP_PROD] = 0x58000004,
+      [MPI_OP_MAX] = 0x58000001,  [MPI_OP_MIN] = 0x58000002,
+      [MPI_OP_SUM] = 0x58000003,  [MPI_OP_PROD] = 0x58000004,
       [MPI_OP_LAND] = 0x58000005, [MPI_OP_LOR] = 0x58000007,
   };
   k->comm_world = 0x44000000;
@@ -152,8 +152,7 @@ static int resolve(void *dl, char *why, size_t whylen) {
   for (size_t i = 0; i < NFUNCS; i++) {
     api.slot[i] = dlsym(dl, fn_names[i]);
     if (!api.slot[i]) {
-      snprintf(why, whylen, "it has no %s (not an MPI library?)",
-               fn_names[i]);
+      snprintf(why, whylen, "it has no %s (not an MPI library?)", fn_names[i]);
       return -1;
     }
   }
@@ -181,7 +180,8 @@ static int detect(void *dl, char *why, size_t whylen) {
     mpich_consts(&dc_mpi.k);
     return 0;
   }
-  snprintf(why, whylen, "its ABI is neither Open MPI's nor MPICH's (\"%.100s\")",
+  snprintf(why, whylen,
+           "its ABI is neither Open MPI's nor MPICH's (\"%.100s\")",
            dc_mpi.version);
   return -1;
 }
@@ -323,12 +323,12 @@ int dc_MPI_Op_free(mpi_h *op) { INOUT_CALL(op, Op_free); }
 
 /* One callback per (op, ABI): MPI passes the datatype by pointer to a handle
  * of its own type, and nothing else tells the callback which op it runs. */
-#define USER_FNS(op)                                                          \
-  static void op##_ompi(void *in, void *io, int *n, void **dt) {             \
-    dc_mpi_user_reduce(in, io, *n, (mpi_h)*dt, op);                          \
-  }                                                                           \
-  static void op##_mpich(void *in, void *io, int *n, int *dt) {              \
-    dc_mpi_user_reduce(in, io, *n, H_OF_INT(*dt), op);                       \
+#define USER_FNS(op)                                                           \
+  static void op##_ompi(void *in, void *io, int *n, void **dt) {               \
+    dc_mpi_user_reduce(in, io, *n, (mpi_h)*dt, op);                            \
+  }                                                                            \
+  static void op##_mpich(void *in, void *io, int *n, int *dt) {                \
+    dc_mpi_user_reduce(in, io, *n, H_OF_INT(*dt), op);                         \
   }
 USER_FNS(DC_SUM)
 USER_FNS(DC_MAX)
@@ -357,8 +357,8 @@ int dc_MPI_Allreduce(const void *s, void *r, int n, mpi_h t, mpi_h op,
   return OMPI ? api.o.Allreduce(s, r, n, P(t), P(op), P(c))
               : api.m.Allreduce(s, r, n, I(t), I(op), I(c));
 }
-int dc_MPI_Allgather(const void *s, int sn, mpi_h st, void *r, int rn,
-                     mpi_h rt, mpi_h c) {
+int dc_MPI_Allgather(const void *s, int sn, mpi_h st, void *r, int rn, mpi_h rt,
+                     mpi_h c) {
   return OMPI ? api.o.Allgather(s, sn, P(st), r, rn, P(rt), P(c))
               : api.m.Allgather(s, sn, I(st), r, rn, I(rt), I(c));
 }
@@ -377,8 +377,7 @@ int dc_MPI_Bcast(void *buf, int n, mpi_h t, int root, mpi_h c) {
               : api.m.Bcast(buf, n, I(t), root, I(c));
 }
 int dc_MPI_Alltoallv(const void *s, const int *sc, const int *sd, mpi_h st,
-                     void *r, const int *rc, const int *rd, mpi_h rt,
-                     mpi_h c) {
+                     void *r, const int *rc, const int *rd, mpi_h rt, mpi_h c) {
   return OMPI ? api.o.Alltoallv(s, sc, sd, P(st), r, rc, rd, P(rt), P(c))
               : api.m.Alltoallv(s, sc, sd, I(st), r, rc, rd, I(rt), I(c));
 }
@@ -387,8 +386,8 @@ int dc_MPI_Gather(const void *s, int sn, mpi_h st, void *r, int rn, mpi_h rt,
   return OMPI ? api.o.Gather(s, sn, P(st), r, rn, P(rt), root, P(c))
               : api.m.Gather(s, sn, I(st), r, rn, I(rt), root, I(c));
 }
-int dc_MPI_Scatter(const void *s, int sn, mpi_h st, void *r, int rn,
-                   mpi_h rt, int root, mpi_h c) {
+int dc_MPI_Scatter(const void *s, int sn, mpi_h st, void *r, int rn, mpi_h rt,
+                   int root, mpi_h c) {
   return OMPI ? api.o.Scatter(s, sn, P(st), r, rn, P(rt), root, P(c))
               : api.m.Scatter(s, sn, I(st), r, rn, I(rt), root, I(c));
 }

@@ -20,8 +20,15 @@ typedef uintptr_t mpi_h; /* a handle of either ABI */
 typedef enum mpi_abi { MPI_ABI_OMPI, MPI_ABI_MPICH } mpi_abi;
 
 /* Which built-in ops the backend uses (dc ops map onto these). */
-enum { MPI_OP_SUM, MPI_OP_MAX, MPI_OP_MIN, MPI_OP_PROD, MPI_OP_LAND,
-       MPI_OP_LOR, MPI_NOPS };
+enum {
+  MPI_OP_SUM,
+  MPI_OP_MAX,
+  MPI_OP_MIN,
+  MPI_OP_PROD,
+  MPI_OP_LAND,
+  MPI_OP_LOR,
+  MPI_NOPS
+};
 
 /* Native element types the backend uses; 0 where MPI has no exact match. */
 typedef struct mpi_consts {
@@ -33,7 +40,7 @@ typedef struct mpi_consts {
 } mpi_consts;
 
 typedef struct mpi_lib {
-  void *dl;          /* never closed: MPI cannot be loaded twice */
+  void *dl; /* never closed: MPI cannot be loaded twice */
   mpi_abi abi;
   char name[256];    /* the library file that was loaded */
   char version[160]; /* first line of MPI_Get_library_version */
@@ -76,8 +83,8 @@ int dc_MPI_Op_create_dc(dc_op op, mpi_h *out);
 int dc_MPI_Op_free(mpi_h *op);
 int dc_MPI_Allreduce(const void *s, void *r, int n, mpi_h t, mpi_h op,
                      mpi_h comm);
-int dc_MPI_Allgather(const void *s, int sn, mpi_h st, void *r, int rn,
-                     mpi_h rt, mpi_h comm);
+int dc_MPI_Allgather(const void *s, int sn, mpi_h st, void *r, int rn, mpi_h rt,
+                     mpi_h comm);
 int dc_MPI_Reduce_scatter_block(const void *s, void *r, int n, mpi_h t,
                                 mpi_h op, mpi_h comm);
 int dc_MPI_Reduce(const void *s, void *r, int n, mpi_h t, mpi_h op, int root,
@@ -88,10 +95,9 @@ int dc_MPI_Alltoallv(const void *s, const int *sc, const int *sd, mpi_h st,
                      mpi_h comm);
 int dc_MPI_Gather(const void *s, int sn, mpi_h st, void *r, int rn, mpi_h rt,
                   int root, mpi_h comm);
-int dc_MPI_Scatter(const void *s, int sn, mpi_h st, void *r, int rn,
-                   mpi_h rt, int root, mpi_h comm);
-int dc_MPI_Send(const void *buf, int n, mpi_h t, int dst, int tag,
-                mpi_h comm);
+int dc_MPI_Scatter(const void *s, int sn, mpi_h st, void *r, int rn, mpi_h rt,
+                   int root, mpi_h comm);
+int dc_MPI_Send(const void *buf, int n, mpi_h t, int dst, int tag, mpi_h comm);
 int dc_MPI_Recv(void *buf, int n, mpi_h t, int src, int tag, mpi_h comm);
 int dc_MPI_Barrier(mpi_h comm);
 

@@ -33,9 +33,10 @@ void dc_mpi_reduce_kind(dc_dtype t, dc_op op, mpi_h *type, mpi_h *mop) {
     *mop = user_op[op];
     return;
   }
-  static const int builtin[DC_OP_COUNT] = {
-      [DC_SUM] = MPI_OP_SUM, [DC_MAX] = MPI_OP_MAX, [DC_MIN] = MPI_OP_MIN,
-      [DC_PROD] = MPI_OP_PROD};
+  static const int builtin[DC_OP_COUNT] = {[DC_SUM] = MPI_OP_SUM,
+                                           [DC_MAX] = MPI_OP_MAX,
+                                           [DC_MIN] = MPI_OP_MIN,
+                                           [DC_PROD] = MPI_OP_PROD};
   *type = k->type[t];
   *mop = k->op[builtin[op]];
   if (t == DC_BOOL) /* any non-zero byte is true; the result is 0 or 1 */

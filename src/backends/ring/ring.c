@@ -46,9 +46,8 @@ static dc_status ring_all_gather(dc_group *g, const void *send, void *recv,
   return done(g, dc_algo_all_gather(&c, send, recv));
 }
 
-static dc_status ring_reduce_scatter(dc_group *g, const void *send,
-                                     void *recv, size_t count, dc_dtype dtype,
-                                     dc_op op) {
+static dc_status ring_reduce_scatter(dc_group *g, const void *send, void *recv,
+                                     size_t count, dc_dtype dtype, dc_op op) {
   dc_comm c;
   begin(g, &c, DC_OPC_REDUCE_SCATTER, count, dtype, op, 0);
   return done(g, dc_algo_reduce_scatter(&c, send, recv));
@@ -70,17 +69,18 @@ static dc_status ring_barrier(dc_group *g) {
 static dc_status nonneighbours(dc_group *g, dc_status st) {
   if (st != DC_ERR_NOT_SUPPORTED || g->err[0])
     return st;
-  return dc_fail(g, st, "every rank talks to every rank, but only ring "
-                        "neighbours are connected (DISTCOMM_RING_NEIGHBOURS=1 or "
-                        "jaccl-ring)");
+  return dc_fail(g, st,
+                 "every rank talks to every rank, but only ring "
+                 "neighbours are connected (DISTCOMM_RING_NEIGHBOURS=1 or "
+                 "jaccl-ring)");
 }
 
 /* Counts and offsets in elements to bytes: one allocation of 4 arrays. */
-static dc_status ring_all_to_allv_as(dc_group *g, uint8_t opcode,
-                                     size_t count, const void *send,
-                                     const size_t *scnt, const size_t *soff,
-                                     void *recv, const size_t *rcnt,
-                                     const size_t *roff, dc_dtype dtype) {
+static dc_status ring_all_to_allv_as(dc_group *g, uint8_t opcode, size_t count,
+                                     const void *send, const size_t *scnt,
+                                     const size_t *soff, void *recv,
+                                     const size_t *rcnt, const size_t *roff,
+                                     dc_dtype dtype) {
   size_t n = (size_t)g->size, es = dc_dtype_size(dtype);
   size_t *b = malloc(4 * n * sizeof *b);
   if (!b)
@@ -91,8 +91,8 @@ static dc_status ring_all_to_allv_as(dc_group *g, uint8_t opcode,
   }
   dc_comm c;
   begin(g, &c, opcode, count, dtype, DC_SUM, 0);
-  dc_status st = dc_algo_all_to_allv(&c, send, b, b + n, recv, b + 2 * n,
-                                     b + 3 * n);
+  dc_status st =
+      dc_algo_all_to_allv(&c, send, b, b + n, recv, b + 2 * n, b + 3 * n);
   free(b);
   return done(g, nonneighbours(g, st));
 }
@@ -190,8 +190,8 @@ static dc_status ring_send(dc_group *g, const void *buf, size_t count,
   return p2p(g, (void *)buf, count, dtype, dst, 1);
 }
 
-static dc_status ring_recv(dc_group *g, void *buf, size_t count,
-                           dc_dtype dtype, int src) {
+static dc_status ring_recv(dc_group *g, void *buf, size_t count, dc_dtype dtype,
+                           int src) {
   return p2p(g, buf, count, dtype, src, 0);
 }
 
@@ -210,29 +210,21 @@ static void ring_poison(dc_group *g) {
     dc_tcp_poison(R->tcp, g->failed, g->err);
 }
 
-dc_status ring_split(dc_group *g, const int *ranks, int n, int me,
-                     uint64_t id, dc_group **out);
+dc_status ring_split(dc_group *g, const int *ranks, int n, int me, uint64_t id,
+                     dc_group **out);
 
 /* The mesh backend is the ring's code over per-pair links: same table, its
  * own name (dc_group_backend). */
-#define RING_OPS(backend_name) {                                               \
-    .name = backend_name, \
-    .all_reduce = ring_all_reduce, \
-    .all_gather = ring_all_gather, \
-    .reduce_scatter = ring_reduce_scatter, \
-    .send = ring_send, \
-    .recv = ring_recv, \
-    .broadcast = ring_broadcast, \
-    .barrier = ring_barrier, \
-    .all_to_allv = ring_all_to_allv, \
-    .all_to_all = ring_all_to_all, \
-    .gather = ring_gather, \
-    .scatter = ring_scatter, \
-    .reduce_to = ring_reduce_to, \
-    .split = ring_split, \
-    .destroy = ring_destroy, \
-    .poison = ring_poison, \
-}
+#define RING_OPS(backend_name)                                                 \
+  {                                                                            \
+    .name = backend_name, .all_reduce = ring_all_reduce,                       \
+    .all_gather = ring_all_gather, .reduce_scatter = ring_reduce_scatter,      \
+    .send = ring_send, .recv = ring_recv, .broadcast = ring_broadcast,         \
+    .barrier = ring_barrier, .all_to_allv = ring_all_to_allv,                  \
+    .all_to_all = ring_all_to_all, .gather = ring_gather,                      \
+    .scatter = ring_scatter, .reduce_to = ring_reduce_to, .split = ring_split, \
+    .destroy = ring_destroy, .poison = ring_poison,                            \
+  }
 
 const dc_backend_ops dc_ring_ops = RING_OPS("ring");
 const dc_backend_ops dc_mesh_ops = RING_OPS("mesh");

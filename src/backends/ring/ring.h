@@ -17,11 +17,11 @@
 
 typedef struct ring_impl {
   dc_tcp *tcp;
-  int naddrs;    /* addresses per rank in the hostfile */
-  int sockets;   /* connections per address (DISTCOMM_SOCKETS) */
+  int naddrs;  /* addresses per rank in the hostfile */
+  int sockets; /* connections per address (DISTCOMM_SOCKETS) */
   uint64_t job;
-  dc_addr *self; /* this rank's naddrs addresses (split binds the same IPs);
-                    per_peer: size * naddrs, its address towards each rank */
+  dc_addr *self;  /* this rank's naddrs addresses (split binds the same IPs);
+                     per_peer: size * naddrs, its address towards each rank */
   int neighbours; /* only ranks +-1 are connected (dc_mesh_plan.neighbours) */
   int per_peer;   /* the mesh backend: an address per pair (dc_mesh_plan) */
 } ring_impl;
@@ -49,8 +49,8 @@ dc_status ring_listen_each(dc_addr *mine, int n, int *fds, int *nfds,
                            int *which, char *err, size_t errlen);
 
 /* Create a connected ring group from a plan whose listeners are open.
- * self: this rank's naddrs addresses (per_peer: size * naddrs). On failure nothing is left behind and
- * err says why. */
+ * self: this rank's naddrs addresses (per_peer: size * naddrs). On failure
+ * nothing is left behind and err says why. */
 dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
                      dc_group **out, char *err, size_t errlen);
 #endif

@@ -22,8 +22,8 @@ static void close_all(int *fds, int n) {
 /* Listen on each local address; the ports the kernel gave are in mine. */
 static dc_status listen_local(const dc_coord *c, dc_addr *mine, int *n,
                               int *fds, char *err, size_t errlen) {
-  dc_status st = dc_coord_local_addrs(c, mine, DC_HOSTFILE_MAX_ADDRS, n, err,
-                                      errlen);
+  dc_status st =
+      dc_coord_local_addrs(c, mine, DC_HOSTFILE_MAX_ADDRS, n, err, errlen);
   for (int i = 0; st == DC_OK && i < *n; i++) {
     char why[160];
     st = dc_sock_listen(&mine[i], &fds[i], why, sizeof why);
@@ -47,10 +47,15 @@ static dc_status build(const dc_coord *c, double timeout, dc_group **out,
   st = dc_coord_rendezvous(c, mine, n, dc_now() + timeout, &all, &job, err,
                            errlen);
   if (st == DC_OK) {
-    dc_mesh_plan p = {.rank = c->rank, .size = c->size, .naddrs = n,
-                   .sockets = ring_sockets(), .addrs = all.addrs,
-                   .listen_fds = fds, .job = job, .group = 1,
-                   .neighbours = ring_neighbours_env()};
+    dc_mesh_plan p = {.rank = c->rank,
+                      .size = c->size,
+                      .naddrs = n,
+                      .sockets = ring_sockets(),
+                      .addrs = all.addrs,
+                      .listen_fds = fds,
+                      .job = job,
+                      .group = 1,
+                      .neighbours = ring_neighbours_env()};
     st = ring_build(&p, mine, timeout, out, err, errlen);
     dc_hostfile_free(&all);
   }
@@ -65,8 +70,8 @@ dc_status dc_ring_coord_init(dc_group **out) {
   dc_status st = dc_coord_from_env(&c, err, sizeof err);
   if (st == DC_ERR_UNAVAILABLE)
     return dc_init_fail(st, "init: no coordinator is configured (none of "
-                        "MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR, "
-                        "MASTER_ADDR is set)");
+                            "MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR, "
+                            "MASTER_ADDR is set)");
   if (st == DC_OK)
     dc_coord_note_no_token(&c);
   dc_auth auth; /* a bad token (file) fails now, not after the rendezvous */
@@ -77,8 +82,9 @@ dc_status dc_ring_coord_init(dc_group **out) {
   if (st != DC_OK)
     return dc_init_fail(st, "init: %s", err);
   ring_impl *R = (*out)->impl;
-  dc_log(*out, "ring ready by coordinator %s (%s): rank %d of %d, %d "
-         "connection(s) per peer", c.addr.text, c.from, c.rank, c.size,
-         R->naddrs * R->sockets);
+  dc_log(*out,
+         "ring ready by coordinator %s (%s): rank %d of %d, %d "
+         "connection(s) per peer",
+         c.addr.text, c.from, c.rank, c.size, R->naddrs * R->sockets);
   return DC_OK;
 }

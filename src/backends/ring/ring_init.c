@@ -16,8 +16,10 @@ static size_t self_count(const dc_mesh_plan *p) {
 
 /* Addresses equal but for the port (listening writes the port in). */
 static int same_addr(const dc_addr *a, const dc_addr *b) {
-  const struct sockaddr_in *a4 = (const void *)&a->sa, *b4 = (const void *)&b->sa;
-  const struct sockaddr_in6 *a6 = (const void *)&a->sa, *b6 = (const void *)&b->sa;
+  const struct sockaddr_in *a4 = (const void *)&a->sa,
+                           *b4 = (const void *)&b->sa;
+  const struct sockaddr_in6 *a6 = (const void *)&a->sa,
+                            *b6 = (const void *)&b->sa;
   if (a->sa.ss_family != b->sa.ss_family)
     return 0;
   if (a->sa.ss_family == AF_INET)
@@ -61,7 +63,7 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
   *out = NULL;
   ring_impl *R = calloc(1, sizeof *R);
   dc_group *g = R ? dc_group_new(p->per_peer ? &dc_mesh_ops : &dc_ring_ops, R,
-                                  p->rank, p->size, p->group)
+                                 p->rank, p->size, p->group)
                   : NULL;
   if (R) {
     R->naddrs = p->naddrs;
@@ -86,8 +88,8 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
   g->op_name = "init";
   dc_mesh_plan plan = *p;
   plan.host = dc_host_key();
-  dc_status st = p->size > 1 ? dc_mesh_connect(R->tcp, &plan, err, errlen)
-                              : DC_OK;
+  dc_status st =
+      p->size > 1 ? dc_mesh_connect(R->tcp, &plan, err, errlen) : DC_OK;
   if (st != DC_OK && !err[0]) /* the detail went through the hooks */
     snprintf(err, errlen, "%s", g->err);
   g->op_name = NULL;
@@ -99,13 +101,9 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
   return DC_OK;
 }
 
-int ring_neighbours_env(void) {
-  return dc_env_flag(DC_ENV_RING_NEIGHBOURS);
-}
+int ring_neighbours_env(void) { return dc_env_flag(DC_ENV_RING_NEIGHBOURS); }
 
-int ring_sockets(void) {
-  return (int)dc_env_int(DC_ENV_SOCKETS);
-}
+int ring_sockets(void) { return (int)dc_env_int(DC_ENV_SOCKETS); }
 
 /* The launcher gives every job an id; by hand, the hostfile names the job. */
 static uint64_t job_id(const dc_hostfile *hf) {
@@ -144,13 +142,18 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
   int *fds = calloc((size_t)hf->naddrs, sizeof *fds);
   if (!fds)
     return DC_ERR_NOMEM;
-  dc_status st = hf->nranks > 1 ? listen_all(hf, rank, fds, err, errlen)
-                                : DC_OK;
+  dc_status st =
+      hf->nranks > 1 ? listen_all(hf, rank, fds, err, errlen) : DC_OK;
   if (st == DC_OK) {
-    dc_mesh_plan p = {.rank = rank, .size = hf->nranks, .naddrs = hf->naddrs,
-                   .sockets = ring_sockets(), .addrs = hf->addrs,
-                   .listen_fds = fds, .job = job_id(hf), .group = 1,
-                   .neighbours = ring_neighbours_env()};
+    dc_mesh_plan p = {.rank = rank,
+                      .size = hf->nranks,
+                      .naddrs = hf->naddrs,
+                      .sockets = ring_sockets(),
+                      .addrs = hf->addrs,
+                      .listen_fds = fds,
+                      .job = job_id(hf),
+                      .group = 1,
+                      .neighbours = ring_neighbours_env()};
     st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
                     out, err, errlen);
     for (int l = 0; hf->nranks > 1 && l < hf->naddrs; l++)
@@ -177,7 +180,8 @@ dc_status dc_ring_init(dc_group **out) {
   if (st != DC_OK)
     return dc_init_fail(st, "init: %s", err);
   if (rank >= hf.nranks) {
-    dc_init_fail(DC_ERR_CONFIG, "init: MLX_RANK=%ld is out of range: "
+    dc_init_fail(DC_ERR_CONFIG,
+                 "init: MLX_RANK=%ld is out of range: "
                  "MLX_HOSTFILE %s lists %d ranks (0..%d)",
                  rank, path, hf.nranks, hf.nranks - 1);
     dc_hostfile_free(&hf);

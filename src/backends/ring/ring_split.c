@@ -11,7 +11,6 @@
 #include "transport/frame.h"
 #include "transport/sock.h"
 
-
 static void port0(dc_addr *a) {
   if (a->sa.ss_family == AF_INET6)
     ((struct sockaddr_in6 *)&a->sa)->sin6_port = 0;
@@ -44,7 +43,7 @@ static dc_status swap_addrs(dc_group *g, const int *ranks, int n, int me,
  * parent: one per address, or (the mesh) one per distinct address towards
  * the members, with which[] saying whose link arrives where. */
 typedef struct split_self {
-  int n;        /* addresses this member publishes */
+  int n; /* addresses this member publishes */
   dc_addr *mine;
   int *fds, nfds, *which;
 } split_self;
@@ -72,8 +71,8 @@ static dc_status open_listeners(dc_group *g, ring_impl *R, const int *ranks,
     return DC_OK;
   }
   for (; S->nfds < S->n; S->nfds++)
-    if (dc_sock_listen(&S->mine[S->nfds], &S->fds[S->nfds], why,
-                       sizeof why) != DC_OK)
+    if (dc_sock_listen(&S->mine[S->nfds], &S->fds[S->nfds], why, sizeof why) !=
+        DC_OK)
       return dc_fail(g, DC_ERR_SYSTEM, "%s", why);
   return DC_OK;
 }
@@ -92,8 +91,8 @@ dc_status ring_parse_slots(const char *texts, int count, dc_addr *addrs,
   for (int i = 0; i < count; i++) {
     const char *slot = texts + (size_t)i * RING_ADDR_SLOT;
     if (!memchr(slot, '\0', RING_ADDR_SLOT)) {
-      snprintf(why, whylen, "address %d is not terminated within %d bytes",
-               i, RING_ADDR_SLOT);
+      snprintf(why, whylen, "address %d is not terminated within %d bytes", i,
+               RING_ADDR_SLOT);
       return DC_ERR_MISMATCH;
     }
     if (dc_addr_parse(slot, 0, &addrs[i], why, whylen) != DC_OK)
@@ -118,17 +117,24 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
   dc_addr *addrs = calloc((size_t)n * (size_t)S->n, sizeof *addrs);
   dc_status st = texts && addrs ? DC_OK : dc_fail(g, DC_ERR_NOMEM, "no memory");
   for (int l = 0; st == DC_OK && l < S->n; l++)
-    snprintf(texts + (size_t)me * block + (size_t)l * RING_ADDR_SLOT, RING_ADDR_SLOT,
-             "%s", S->mine[l].text);
+    snprintf(texts + (size_t)me * block + (size_t)l * RING_ADDR_SLOT,
+             RING_ADDR_SLOT, "%s", S->mine[l].text);
   if (st == DC_OK)
     st = swap_addrs(g, ranks, n, me, texts, block);
   if (st == DC_OK)
     st = parse_all(g, texts, n * S->n, addrs);
   if (st == DC_OK) {
-    dc_mesh_plan p = {.rank = me, .size = n, .naddrs = R->naddrs,
-                   .sockets = R->sockets, .addrs = addrs, .listen_fds = S->fds,
-                   .job = R->job, .group = id, .per_peer = R->per_peer,
-                   .nlisten = S->nfds, .listener = S->which};
+    dc_mesh_plan p = {.rank = me,
+                      .size = n,
+                      .naddrs = R->naddrs,
+                      .sockets = R->sockets,
+                      .addrs = addrs,
+                      .listen_fds = S->fds,
+                      .job = R->job,
+                      .group = id,
+                      .per_peer = R->per_peer,
+                      .nlisten = S->nfds,
+                      .listener = S->which};
     char err[400];
     st = ring_build(&p, S->mine, g->timeout_s, out, err, sizeof err);
     if (st != DC_OK)
@@ -139,8 +145,8 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
   return st;
 }
 
-dc_status ring_split(dc_group *g, const int *ranks, int n, int me,
-                     uint64_t id, dc_group **out) {
+dc_status ring_split(dc_group *g, const int *ranks, int n, int me, uint64_t id,
+                     dc_group **out) {
   ring_impl *R = g->impl;
   if (R->neighbours)
     return dc_fail(g, DC_ERR_NOT_SUPPORTED,
