@@ -32,6 +32,16 @@ int ring_neighbours_env(void);
 /* Connections per address: DISTCOMM_SOCKETS, default 2. */
 int ring_sockets(void);
 
+/* Point to point by single copy (p2p_pull.c): whether a message whose
+ * largest lane piece is piece_bytes goes that way (the same on both ends),
+ * then the two ends. *pulled = 0: the sender could not offer it, and the
+ * message follows through the lanes as usual. */
+int ring_p2p_single_copy(const dc_comm *c, size_t piece_bytes);
+dc_status ring_p2p_send_pulled(dc_tcp *t, dc_comm *c, const void *buf,
+                               size_t bytes, int peer, int *pulled);
+dc_status ring_p2p_recv_pulled(dc_tcp *t, dc_comm *c, void *buf, size_t bytes,
+                               int peer, int *pulled);
+
 extern const dc_backend_ops dc_ring_ops;
 extern const dc_backend_ops dc_mesh_ops; /* the same, named "mesh" */
 
