@@ -4,7 +4,8 @@
  * bootstrap policies (where the peers are: ring_init.c from the hostfile,
  * ring_coord.c through a coordinator, ring_split.c for subgroups, and
  * backends/mesh from MLX_IBV_DEVICES) over the transport's mesh
- * (transport/mesh.h), plus the ops table (ring.c). */
+ * (transport/mesh.h), plus the ops table (ring.c) and send/recv by single
+ * copy between processes of one host (p2p_pull.c). */
 #ifndef DC_BACKENDS_RING_H
 #define DC_BACKENDS_RING_H
 
