@@ -50,18 +50,29 @@ static dc_status done_round(dc_comm *c) {
 /* dst = every rank's bytes at base[q] + off, reduced in rank order (as
  * the direct algorithm does), for bytes bytes; own is ours. The sum grows
  * in dst itself, except in place on ranks > 0 (dst holds our operand
- * until its turn): there in acc, copied to dst at the end. */
+ * until its turn): there in acc, copied to dst at the end. Rank 0 out of
+ * place starts the sum with rank 1's bytes, pulled straight into dst, and
+ * adds its own: x1 op x0 is x0 op x1 bit for bit (kernels/reduce.h), and
+ * saves copying its own piece first. */
 static dc_status reduce_from(dc_comm *c, char *dst, const char *own,
                              const uint64_t *base, size_t off, size_t bytes,
                              char *scratch, char *acc) {
   size_t es = dc_dtype_size(c->dtype);
   int apart = dst == own && c->rank > 0;
+  int swap = c->rank == 0 && dst != own && c->size > 1;
   for (size_t at = 0; at < bytes; at += PIECE_BYTES) {
     size_t len = bytes - at < PIECE_BYTES ? bytes - at : PIECE_BYTES;
     char *sum = apart ? acc : dst + at;
     for (int q = 0; q < c->size; q++) {
       const char *in = q == c->rank ? own + at : scratch;
-      if (q != c->rank) {
+      if (swap && q < 2) { /* sum = x1, then sum op= x0 */
+        if (q == 0)
+          continue;
+        dc_status st = c->pull(c, 1, sum, base[1] + off + at, len);
+        if (st != DC_OK)
+          return st;
+        in = own + at;
+      } else if (q != c->rank) {
         dc_status st =
             c->pull(c, q, q == 0 ? sum : scratch, base[q] + off + at, len);
         if (st != DC_OK)

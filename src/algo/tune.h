@@ -15,6 +15,9 @@
  * with more than 2 ranks they may sum in a different order, so a forced
  * choice (DISTCOMM_CMA=0 or 1) is what gives the same bits call after call.
  *
+ * all_gather is not measured (algo/select.c): it only copies, and single
+ * copy moves each byte once where the pipes move it twice.
+ *
  * One tuner per group, used by the thread that runs the group's ops. */
 #ifndef DC_ALGO_TUNE_H
 #define DC_ALGO_TUNE_H

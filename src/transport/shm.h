@@ -39,6 +39,10 @@ typedef struct dc_pipe {
   _Alignas(64) _Atomic uint64_t head;  /* bytes written, by the producer */
   _Alignas(64) _Atomic uint64_t tail;  /* bytes read, by the consumer */
   _Alignas(64) _Atomic uint64_t taken; /* mailbox messages read */
+  /* Bytes of point-to-point messages the consumer has read straight from
+   * the producer's memory (single copy, backends/ring/p2p_pull.c), by the
+   * consumer: the producer keeps its buffer until they are all read. */
+  _Alignas(64) _Atomic uint64_t pulled;
   dc_mbox_slot mbox[DC_MBOX_SLOTS];
   _Alignas(64) unsigned char data[DC_PIPE_BYTES];
 } dc_pipe;

@@ -19,6 +19,7 @@ words() {
     op) echo "disagrees all_max all_sum" ;;
     root) echo "disagrees root+0 root+1" ;;
     coll) echo "disagrees all_gather all_sum" ;;
+    p2p) echo "disagrees of+$2+ of+$(($2 + 1))+" ;;
   esac
 }
 
@@ -61,6 +62,35 @@ for kind in count dtype op root coll; do
   # root with rank 0 differing on 2 ranks: nobody is the root (below)
   check 2 $kind 1000 $([ $kind = root ] && echo 1 || echo 0)
 done
+
+# Send against recv of one more element: messages that no pipe holds whole
+# go by single copy where it works (the receiver reads the sender's buffer,
+# backends/ring/p2p_pull.c), either side larger. 131064 floats fill a pipe
+# exactly: a sender of 131065 offers single copy to a receiver that waits
+# on the pipe. (A sender of 131064 to a receiver of 131065 returns at once,
+# its message in the pipe, as any send that fits; only the receiver fails.)
+# Over TCP the socket buffers may hold the whole message: the sender's call
+# can succeed, so these run over shared memory only.
+if [ "${DISTCOMM_SHM:-1}" != 0 ]; then
+  check 2 p2p 1000003 0
+  check 2 p2p 1000003 1
+  check 2 p2p 131064 0
+  # A sender whose receiver never comes (it sleeps 6 s) waits out the
+  # timeout (2 s) and says so, single copy or not.
+  for cma in 1 0; do
+    name="send of 1000003 floats to a rank that sleeps (DISTCOMM_CMA=$cma)"
+    DISTCOMM_CMA=$cma DISTCOMM_TIMEOUT=2 timeout -k 5 40 "$launcher" -n 2 -- \
+      "$probe" lonely 1000003 6 >"$mp_tmp/out" 2>&1
+    line=$(grep "rank 0: lonely:" "$mp_tmp/out")
+    dt=$(sed -n 's/.* after \([0-9]*\)\..*/\1/p' <<<"$line")
+    if ! contains "$line" "ERR_TIMEOUT" "rank 1" "take our data" ||
+      [ "${dt:-99}" -ge 5 ]; then
+      fail "$name: $(cat "$mp_tmp/out")"
+    else
+      ok "$name: $line"
+    fi
+  done
+fi
 
 # When no rank believes it is the root, nobody sends and the mismatch goes
 # unseen: today every rank waits out the timeout (ERR_TIMEOUT naming the

@@ -12,17 +12,14 @@
  *       --die: rank RANK SIGKILLs itself MS ms into the second all_sum.
  *   probe mismatch KIND COUNT [ODD]
  *       Rank ODD (default: the last) disagrees (KIND: count, dtype, op, root,
- *       coll). Exit 0 when this rank got an error, 1 when the call
- *       "succeeded", 7 when memory past what this rank's own call may write
- *       was touched (a "CANARY" line).
- *   probe invalid
- *       Argument errors on the world group (any size): each must fail
- *       locally with DC_ERR_INVALID and leave the group usable.
- *   probe token
- *       Under the launcher (which sets DISTCOMM_JOB_TOKEN): dc_init, then
- *       the token must be gone from the environment (children inherit it)
- *       while split groups, which prove it again, still work. "token OK
- *       rank R" or a "BUG" line and exit 1.
+ *       coll, or p2p: on 2 ranks, 0 sends to 1 and ODD has one more). Exit 0
+ * when this rank got an error, 1 when the call "succeeded", 7 when memory past
+ * what this rank's own call may write was touched (a "CANARY" line). probe
+ * invalid Argument errors on the world group (any size): each must fail locally
+ * with DC_ERR_INVALID and leave the group usable. probe token Under the
+ * launcher (which sets DISTCOMM_JOB_TOKEN): dc_init, then the token must be
+ * gone from the environment (children inherit it) while split groups, which
+ * prove it again, still work. "token OK rank R" or a "BUG" line and exit 1.
  *   probe occupy PORT SECONDS
  *       Listen on 127.0.0.1:PORT, print "listening PORT", sleep. */
 #define _POSIX_C_SOURCE 200809L
@@ -179,6 +176,10 @@ static dc_status disagree(dc_group *g, const char *kind, float *buf,
     return dc_all_reduce(g, buf, buf, count, DC_FLOAT32, odd ? DC_MAX : DC_SUM);
   if (strcmp(kind, "root") == 0)
     return dc_broadcast(g, buf, count, DC_FLOAT32, odd ? 1 : 0);
+  if (strcmp(kind, "p2p") == 0) /* 2 ranks: 0 sends to 1 */
+    return dc_group_rank(g) == 0
+               ? dc_send(g, buf, count + (size_t)odd, DC_FLOAT32, 1)
+               : dc_recv(g, buf, count + (size_t)odd, DC_FLOAT32, 0);
   if (odd) /* coll: a gather against everybody else's all_sum */
     return dc_all_gather(g, buf, buf + count, count / 2, DC_FLOAT32);
   return dc_all_sum(g, buf, buf, count, DC_FLOAT32);
@@ -187,7 +188,7 @@ static dc_status disagree(dc_group *g, const char *kind, float *buf,
 /* Elements this rank's own call may write; the rest must stay untouched. */
 #define CANARY 12345.0f
 static size_t own_reach(const char *kind, int odd, size_t count, int size) {
-  if (odd && strcmp(kind, "count") == 0)
+  if (odd && (strcmp(kind, "count") == 0 || strcmp(kind, "p2p") == 0))
     return count + 1;
   if (odd && strcmp(kind, "coll") == 0)
     return count + count / 2 * (size_t)size;
@@ -238,6 +239,33 @@ static int cmd_mismatch(int argc, char **argv) {
   int bad = check_poisoned(g, st, buf, count);
   free(buf);
   return bad ? 5 : 0;
+}
+
+/* ---- lonely ------------------------------------------------------------ */
+
+/* Rank 0 sends COUNT floats to rank 1, which sleeps SECONDS instead of
+ * receiving: the send must fail with the group's timeout, not hang. */
+static int cmd_lonely(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  size_t count = mp_parse_size("COUNT", argv[0]);
+  double secs = (double)mp_parse_size("SECONDS", argv[1]);
+  dc_group *g = mp_init_or_die("probe");
+  int rank = dc_group_rank(g);
+  float *buf = mp_alloc(count * sizeof *buf);
+  memset(buf, 0, count * sizeof *buf);
+  if (rank == 0) {
+    double t0 = mp_mono();
+    dc_status st = dc_send(g, buf, count, DC_FLOAT32, 1);
+    printf("rank 0: lonely: %s after %.3f s: %s\n", dc_status_name(st),
+           mp_mono() - t0, dc_group_last_error(g));
+  } else if (rank == 1) {
+    sleep_s(secs);
+  }
+  fflush(stdout);
+  dc_group_free(g);
+  free(buf);
+  return 0;
 }
 
 /* ---- invalid arguments -------------------------------------------------- */
@@ -455,12 +483,15 @@ int main(int argc, char **argv) {
     return cmd_loop(argc - 2, argv + 2);
   if (strcmp(cmd, "mismatch") == 0)
     return cmd_mismatch(argc - 2, argv + 2);
+  if (strcmp(cmd, "lonely") == 0)
+    return cmd_lonely(argc - 2, argv + 2);
   if (strcmp(cmd, "invalid") == 0)
     return cmd_invalid();
   if (strcmp(cmd, "token") == 0)
     return cmd_token();
   if (strcmp(cmd, "occupy") == 0)
     return cmd_occupy(argc - 2, argv + 2);
-  fprintf(stderr, "usage: probe init|loop|mismatch|invalid|token|occupy ...\n");
+  fprintf(stderr,
+          "usage: probe init|loop|mismatch|lonely|invalid|token|occupy ...\n");
   return 2;
 }

@@ -175,6 +175,15 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
    * ones stay idle (every piece must have a transfer, or bytes go missing). */
   int lanes = count * es >= ((size_t)1 << 20) ? t->lanes : 1;
   lanes = lanes < P2P_MAX_LANES ? lanes : P2P_MAX_LANES;
+  size_t piece = (count + (size_t)lanes - 1) / (size_t)lanes * es;
+  if (ring_p2p_single_copy(&c, piece)) {
+    int pulled = 0;
+    dc_status st =
+        is_send ? ring_p2p_send_pulled(t, &c, buf, count * es, peer, &pulled)
+                : ring_p2p_recv_pulled(t, &c, buf, count * es, peer, &pulled);
+    if (st != DC_OK || pulled)
+      return done(g, st);
+  }
   dc_xfer x[P2P_MAX_LANES];
   for (int l = 0; l < lanes; l++) {
     size_t a = count * (size_t)l / (size_t)lanes;

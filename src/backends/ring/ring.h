@@ -4,7 +4,8 @@
  * bootstrap policies (where the peers are: ring_init.c from the hostfile,
  * ring_coord.c through a coordinator, ring_split.c for subgroups, and
  * backends/mesh from MLX_IBV_DEVICES) over the transport's mesh
- * (transport/mesh.h), plus the ops table (ring.c). */
+ * (transport/mesh.h), plus the ops table (ring.c) and send/recv by single
+ * copy between processes of one host (p2p_pull.c). */
 #ifndef DC_BACKENDS_RING_H
 #define DC_BACKENDS_RING_H
 
@@ -31,6 +32,16 @@ int ring_neighbours_env(void);
 
 /* Connections per address: DISTCOMM_SOCKETS, default 2. */
 int ring_sockets(void);
+
+/* Point to point by single copy (p2p_pull.c): whether a message whose
+ * largest lane piece is piece_bytes goes that way (the same on both ends),
+ * then the two ends. *pulled = 0: the sender could not offer it, and the
+ * message follows through the lanes as usual. */
+int ring_p2p_single_copy(const dc_comm *c, size_t piece_bytes);
+dc_status ring_p2p_send_pulled(dc_tcp *t, dc_comm *c, const void *buf,
+                               size_t bytes, int peer, int *pulled);
+dc_status ring_p2p_recv_pulled(dc_tcp *t, dc_comm *c, void *buf, size_t bytes,
+                               int peer, int *pulled);
 
 extern const dc_backend_ops dc_ring_ops;
 extern const dc_backend_ops dc_mesh_ops; /* the same, named "mesh" */
