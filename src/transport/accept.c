@@ -198,7 +198,12 @@ static int step(acceptor *A, pending *pd) {
  * gives way (a real peer answers in milliseconds; those that said nothing
  * go first, then the oldest); otherwise NULL, and newcomers wait in the
  * listen backlog. Called only when a connection waits, so nobody is
- * dropped for nothing. */
+ * dropped for nothing. One we answered is not dropped for room: its dialer
+ * has sent (or is sending) its proof and counts the connection as made, so
+ * dropping it would fail the dialer later instead of making it dial again
+ * (hundreds of ranks on two cores take longer than CROWDED_SECONDS to send
+ * their proofs); a stranger that cannot prove still leaves after
+ * HELLO_SECONDS. */
 static pending *slot(acceptor *A) {
   pending *old = NULL;
   double now = dc_now();
@@ -206,7 +211,7 @@ static pending *slot(acceptor *A) {
     pending *pd = &A->q[i];
     if (pd->fd < 0)
       return pd;
-    if (now - pd->since < CROWDED_SECONDS)
+    if (now - pd->since < CROWDED_SECONDS || pd->proving)
       continue;
     if (!old || (pd->have == 0 && old->have != 0) ||
         ((pd->have == 0) == (old->have == 0) && pd->since < old->since))
