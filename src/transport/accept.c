@@ -35,7 +35,8 @@ typedef struct acceptor {
   dc_tcp *t;
   const dc_mesh_plan *p;
   const dc_auth *auth;
-  int want;          /* connections still expected */
+  int want; /* connections still expected */
+  int full; /* a connection waits and no slot is free: the listeners rest */
   char refused[256]; /* the last refusal, for a timeout message */
   pending q[PENDING_MAX];
 } acceptor;
@@ -198,7 +199,12 @@ static int step(acceptor *A, pending *pd) {
  * gives way (a real peer answers in milliseconds; those that said nothing
  * go first, then the oldest); otherwise NULL, and newcomers wait in the
  * listen backlog. Called only when a connection waits, so nobody is
- * dropped for nothing. */
+ * dropped for nothing. One we answered is not dropped for room: its dialer
+ * has sent (or is sending) its proof and counts the connection as made, so
+ * dropping it would fail the dialer later instead of making it dial again
+ * (hundreds of ranks on two cores take longer than CROWDED_SECONDS to send
+ * their proofs); a stranger that cannot prove still leaves after
+ * HELLO_SECONDS. */
 static pending *slot(acceptor *A) {
   pending *old = NULL;
   double now = dc_now();
@@ -206,7 +212,7 @@ static pending *slot(acceptor *A) {
     pending *pd = &A->q[i];
     if (pd->fd < 0)
       return pd;
-    if (now - pd->since < CROWDED_SECONDS)
+    if (now - pd->since < CROWDED_SECONDS || pd->proving)
       continue;
     if (!old || (pd->have == 0 && old->have != 0) ||
         ((pd->have == 0) == (old->have == 0) && pd->since < old->since))
@@ -233,6 +239,8 @@ static void take(acceptor *A, int l) {
     int fd;
     char from[64], err[128];
     pending *pd = slot(A);
+    if (!pd)
+      A->full = 1;
     if (!pd || dc_sock_accept(lfd, dc_now(), &fd, from, sizeof from, err,
                               sizeof err) != DC_OK)
       return;
@@ -278,23 +286,31 @@ static dc_status timed_out(const acceptor *A, char *err, size_t errlen) {
   return DC_ERR_TIMEOUT;
 }
 
-/* One round: poll listeners and handshakes, serve what is ready. */
+/* One round: poll listeners and handshakes, serve what is ready. While
+ * every slot is taken (A->full), a waiting connection would wake the poll
+ * at once, round after round: the listeners sit out, and are looked at
+ * again after a handshake moved or FULL_PAUSE_MS, when a slot may have
+ * freed or aged. */
+#define FULL_PAUSE_MS 20
 static void round_once(acceptor *A, int nl, double left) {
   struct pollfd pf[LISTEN_MAX + PENDING_MAX];
-  int map[PENDING_MAX], n = nl;
-  for (int l = 0; l < nl; l++)
-    pf[l] = (struct pollfd){.fd = A->p->listen_fds[l], .events = POLLIN};
+  int map[PENDING_MAX], n = nl, full = A->full;
+  A->full = 0;
+  for (int l = 0; l < nl; l++) /* poll() skips a negative fd */
+    pf[l] = (struct pollfd){.fd = full ? -1 : A->p->listen_fds[l],
+                            .events = POLLIN};
   for (int i = 0; i < PENDING_MAX; i++)
     if (A->q[i].fd >= 0) {
       map[n - nl] = i;
       pf[n++] = (struct pollfd){.fd = A->q[i].fd, .events = POLLIN};
     }
-  poll(pf, (nfds_t)n, left > 0.1 ? 100 : (int)(left * 1000) + 1);
+  int ms = left > 0.1 ? 100 : (int)(left * 1000) + 1;
+  poll(pf, (nfds_t)n, full && ms > FULL_PAUSE_MS ? FULL_PAUSE_MS : ms);
   for (int i = nl; i < n; i++) /* before take(): it may reuse slots */
     if (pf[i].revents)
       step(A, &A->q[map[i - nl]]);
   for (int l = 0; l < nl; l++)
-    if (pf[l].revents & POLLIN)
+    if (full || (pf[l].revents & POLLIN))
       take(A, l);
   expire(A);
 }

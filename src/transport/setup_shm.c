@@ -54,20 +54,29 @@ static int count_local(const shm_plan *s, int r) {
 }
 
 /* One round over TCP with every same-host peer: peer i gets bytes at
- * mine + i * stride, and its answer lands at theirs + i * bytes. */
+ * mine + i * stride, and its answer lands at theirs + i * bytes. The sends
+ * go in one batch (a few bytes into each fresh socket: done at once), the
+ * answers one peer at a time: a batch passes over all its transfers each
+ * time a socket wakes it, and answers that come one by one made one batch
+ * of them cost O(peers^2) per rank (with 255 peers, half of a rank's
+ * set-up time). A peer that fails is still seen: at its turn, or through
+ * the abort of a peer that saw it first; every wait is bounded. */
 static dc_status swap(shm_plan *s, uint32_t round, const char *mine,
                       size_t stride, char *theirs, size_t bytes) {
   dc_comm c;
   dc_tcp_begin(s->t, &c, DC_OPC_SETUP, bytes, DC_UINT8, DC_SUM, round, 0);
-  dc_xfer *x = malloc(sizeof *x * 2 * (size_t)s->npeers);
+  dc_xfer *x = malloc(sizeof *x * (size_t)s->npeers);
   if (!x)
     return dc_tcp_fail(s->t, DC_ERR_NOMEM, "no memory for the shm set-up");
-  for (int i = 0; i < s->npeers; i++) {
-    x[2 * i] = dc_xsend(s->peers[i], 0, mine + stride * (size_t)i, bytes);
-    x[2 * i + 1] = dc_xrecv(s->peers[i], 0, theirs + bytes * (size_t)i, bytes);
-  }
-  dc_status st = c.run(&c, x, 2 * s->npeers);
+  for (int i = 0; i < s->npeers; i++)
+    x[i] = dc_xsend(s->peers[i], 0, mine + stride * (size_t)i, bytes);
+  dc_status st = c.run(&c, x, s->npeers);
   free(x);
+  for (int i = 0; st == DC_OK && i < s->npeers; i++) {
+    dc_xfer r = dc_xrecv(s->peers[i], 0, theirs + bytes * (size_t)i, bytes);
+    dc_tcp_begin(s->t, &c, DC_OPC_SETUP, bytes, DC_UINT8, DC_SUM, round, 0);
+    st = c.run(&c, &r, 1);
+  }
   return st;
 }
 

@@ -15,7 +15,11 @@
 
 #include "config/env.h"
 
-#define MASK ((uint64_t)DC_PIPE_BYTES - 1)
+/* A pipe's size, from its header: the mask keeps a bad one inside data. */
+static size_t cap_of(const dc_pipe *p) {
+  return p->cap ? (size_t)((p->cap - 1) & (DC_PIPE_BYTES - 1)) + 1
+                : DC_PIPE_BYTES;
+}
 
 static uint64_t mix(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
@@ -130,7 +134,18 @@ pid_t dc_cred_pid(const char *name, size_t cap) {
   return pid;
 }
 
-static size_t seg_bytes(size_t npipes) { return npipes * sizeof(dc_pipe); }
+size_t dc_pipe_cap(size_t npipes) {
+  size_t cap = DC_PIPE_BYTES;
+  while (cap > DC_PIPE_MIN_BYTES && npipes * cap > DC_SHM_PIPES_BUDGET)
+    cap /= 2;
+  return cap;
+}
+
+static size_t stride(size_t npipes) {
+  return offsetof(dc_pipe, data) + dc_pipe_cap(npipes);
+}
+
+static size_t seg_bytes(size_t npipes) { return npipes * stride(npipes); }
 
 static dc_status map(dc_shm_seg *s, int fd, size_t bytes, char *err,
                      size_t errlen) {
@@ -166,9 +181,16 @@ dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
     return DC_ERR_SYSTEM;
   }
   dc_status st = map(s, fd, seg_bytes(npipes), err, errlen);
-  if (st != DC_OK)
+  if (st != DC_OK) {
     dc_shm_close(s);
-  return st; /* a new file is zero-filled: every pipe starts empty */
+    return st;
+  }
+  /* a new file is zero-filled: every pipe starts empty; only its size is
+   * written (before any peer knows the name) */
+  s->stride = stride(npipes);
+  for (size_t i = 0; i < npipes; i++)
+    dc_shm_pipe(s, i)->cap = dc_pipe_cap(npipes);
+  return DC_OK;
 }
 
 dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,
@@ -196,6 +218,7 @@ dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,
     close(fd);
     return DC_ERR_SYSTEM;
   }
+  s->stride = stride(npipes);
   return map(s, fd, seg_bytes(npipes), err, errlen);
 }
 
@@ -213,8 +236,9 @@ void dc_shm_close(dc_shm_seg *s) {
 }
 
 /* Copy n bytes into the ring at position pos, wrapping. */
-static void put(dc_pipe *p, uint64_t pos, const void *src, size_t n) {
-  size_t at = (size_t)(pos & MASK), first = DC_PIPE_BYTES - at;
+static void put(dc_pipe *p, size_t cap, uint64_t pos, const void *src,
+                size_t n) {
+  size_t at = (size_t)pos & (cap - 1), first = cap - at;
   if (first > n)
     first = n;
   memcpy(p->data + at, src, first);
@@ -231,14 +255,14 @@ static size_t wanted(const struct iovec *iov, int n) {
 size_t dc_pipe_write(dc_pipe *p, uint64_t *tail, const struct iovec *iov,
                      int n) {
   uint64_t head = atomic_load_explicit(&p->head, memory_order_relaxed);
-  size_t room = DC_PIPE_BYTES - (size_t)(head - *tail), done = 0;
+  size_t cap = cap_of(p), room = cap - (size_t)(head - *tail), done = 0;
   if (room < wanted(iov, n)) { /* looks full: see what the consumer freed */
     *tail = atomic_load_explicit(&p->tail, memory_order_acquire);
-    room = DC_PIPE_BYTES - (size_t)(head - *tail);
+    room = cap - (size_t)(head - *tail);
   }
   for (int i = 0; i < n && room > 0; i++) {
     size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
-    put(p, head + done, iov[i].iov_base, k);
+    put(p, cap, head + done, iov[i].iov_base, k);
     done += k;
     room -= k;
   }
@@ -250,9 +274,10 @@ size_t dc_pipe_write(dc_pipe *p, uint64_t *tail, const struct iovec *iov,
 size_t dc_pipe_peek(dc_pipe *p, const unsigned char **at) {
   uint64_t tail = atomic_load_explicit(&p->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
-  size_t off = (size_t)(tail & MASK), avail = (size_t)(head - tail);
+  size_t cap = cap_of(p), off = (size_t)tail & (cap - 1);
+  size_t avail = (size_t)(head - tail);
   *at = p->data + off;
-  return avail < DC_PIPE_BYTES - off ? avail : DC_PIPE_BYTES - off;
+  return avail < cap - off ? avail : cap - off;
 }
 
 void dc_pipe_consume(dc_pipe *p, size_t n) {
@@ -281,7 +306,7 @@ size_t dc_pipe_look(dc_pipe *p, void *dst, size_t n) {
   uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
   if (head - tail < n)
     return 0;
-  size_t at = (size_t)(tail & MASK), first = DC_PIPE_BYTES - at;
+  size_t cap = cap_of(p), at = (size_t)tail & (cap - 1), first = cap - at;
   if (first > n)
     first = n;
   memcpy(dst, p->data + at, first);

@@ -7,7 +7,12 @@
  * cannot attach) under a random name (nobody can guess or squat it). Peers map
  * it, and it is unlinked as soon as all have: a crash after set-up leaves
  * nothing in /dev/shm. A pipe has one producer and one consumer; head and tail
- * live on their own cache lines. */
+ * live on their own cache lines.
+ *
+ * A segment holds one pipe per same-host peer and lane, so a host's pipes
+ * grow as the square of its ranks: with many peers each pipe is smaller
+ * (dc_pipe_cap): 256 ranks on one host take about 2.5 GB of /dev/shm, not
+ * 34 GB (one lane) or 67 GB (two, the default; bench/many-ranks.md). */
 #ifndef DC_TRANSPORT_SHM_H
 #define DC_TRANSPORT_SHM_H
 
@@ -19,7 +24,11 @@
 
 #include "distcomm.h"
 
-#define DC_PIPE_BYTES (512u * 1024u) /* a power of two */
+/* A pipe holds DC_PIPE_BYTES (a power of two) while the segment's pipes
+ * fit DC_SHM_PIPES_BUDGET; more pipes hold less, DC_PIPE_MIN_BYTES at least. */
+#define DC_PIPE_BYTES (512u * 1024u)
+#define DC_PIPE_MIN_BYTES (16u * 1024u)
+#define DC_SHM_PIPES_BUDGET (8u << 20)
 #define DC_SHM_PREFIX "/distcomm-"
 #define DC_SHM_NAME_BYTES 96
 #define DC_MBOX_SLOTS 64u  /* a power of two */
@@ -36,7 +45,8 @@ typedef struct dc_mbox_slot {
 } dc_mbox_slot;
 
 typedef struct dc_pipe {
-  _Alignas(64) _Atomic uint64_t head;  /* bytes written, by the producer */
+  _Alignas(64) _Atomic uint64_t head; /* bytes written, by the producer */
+  uint64_t cap; /* bytes data holds (a power of two); 0: DC_PIPE_BYTES */
   _Alignas(64) _Atomic uint64_t tail;  /* bytes read, by the consumer */
   _Alignas(64) _Atomic uint64_t taken; /* mailbox messages read */
   /* Bytes of point-to-point messages the consumer has read straight from
@@ -44,12 +54,13 @@ typedef struct dc_pipe {
    * consumer: the producer keeps its buffer until they are all read. */
   _Alignas(64) _Atomic uint64_t pulled;
   dc_mbox_slot mbox[DC_MBOX_SLOTS];
-  _Alignas(64) unsigned char data[DC_PIPE_BYTES];
+  _Alignas(64) unsigned char data[DC_PIPE_BYTES]; /* cap bytes of it */
 } dc_pipe;
 
 typedef struct dc_shm_seg {
   void *base;
   size_t bytes;
+  size_t stride; /* bytes from one pipe to the next */
   char name[DC_SHM_NAME_BYTES];
   int owner; /* created by this process: unlink it */
   int unlinked;
@@ -85,6 +96,10 @@ int dc_shm_name_ok(const char *name, size_t cap);
 int dc_cred_listen(char name[DC_SHM_NAME_BYTES]);
 pid_t dc_cred_pid(const char *name, size_t cap);
 
+/* Bytes each pipe of a segment of npipes pipes holds: the same for the
+ * rank that creates it and those that attach it. */
+size_t dc_pipe_cap(size_t npipes);
+
 /* Attaching checks the name, and that the segment is ours (owner, no
  * group or other bits) and of the expected size. */
 dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
@@ -95,7 +110,7 @@ void dc_shm_unlink(dc_shm_seg *s);
 void dc_shm_close(dc_shm_seg *s); /* unlink if ours and not yet, unmap */
 
 static inline dc_pipe *dc_shm_pipe(const dc_shm_seg *s, size_t i) {
-  return (dc_pipe *)s->base + i;
+  return (dc_pipe *)((char *)s->base + i * s->stride);
 }
 
 /* Write what fits of the iovecs; 0 when the pipe is full. *tail is the

@@ -231,6 +231,62 @@ static void test_segment_mode_and_exclusive(void **state) {
   assert_int_not_equal(stat(path, &st), 0);
 }
 
+/* A segment of many pipes (many same-host peers) has smaller pipes, so a
+ * host's /dev/shm grows with its ranks' pairs at a bounded size each; a
+ * stream wraps within its own pipe and leaves its neighbours alone. */
+static void test_many_pipes_are_smaller(void **state) {
+  (void)state;
+  assert_int_equal(dc_pipe_cap(1), DC_PIPE_BYTES);
+  assert_int_equal(dc_pipe_cap(DC_SHM_PIPES_BUDGET / DC_PIPE_BYTES),
+                   DC_PIPE_BYTES);
+  assert_int_equal(dc_pipe_cap(255), 32u * 1024u); /* 256 ranks, one lane */
+  assert_int_equal(dc_pipe_cap(510), DC_PIPE_MIN_BYTES);
+  assert_int_equal(dc_pipe_cap(100000), DC_PIPE_MIN_BYTES);
+  for (size_t n = 1; n < 2000; n++) {
+    size_t cap = dc_pipe_cap(n);
+    assert_true(cap >= DC_PIPE_MIN_BYTES && (cap & (cap - 1)) == 0);
+    assert_true(n * cap <= DC_SHM_PIPES_BUDGET || cap == DC_PIPE_MIN_BYTES);
+  }
+  enum { NP = 200 };
+  char name[96], err[160];
+  name_for(name, sizeof name, "many");
+  dc_shm_seg a, b;
+  assert_int_equal(dc_shm_create(&a, name, NP, err, sizeof err), DC_OK);
+  assert_int_equal(dc_shm_attach(&b, name, NP, err, sizeof err), DC_OK);
+  size_t cap = dc_pipe_cap(NP), total = 5 * cap + 123;
+  assert_true(cap < DC_PIPE_BYTES);
+  assert_int_equal(a.bytes, NP * (offsetof(dc_pipe, data) + cap));
+  dc_pipe *w = dc_shm_pipe(&a, 7), *r = dc_shm_pipe(&b, 7);
+  unsigned char *out = malloc(total), *in = malloc(total);
+  for (size_t i = 0; i < total; i++)
+    out[i] = (unsigned char)(i * 13 + i / 253);
+  size_t wrote = 0, got = 0, piece = 1;
+  uint64_t tail = 0;
+  while (got < total) {
+    size_t want = total - wrote < piece ? total - wrote : piece;
+    struct iovec iov = {out + wrote, want};
+    size_t k = dc_pipe_write(w, &tail, &iov, 1);
+    assert_true(wrote + k - got <= cap); /* never more than the pipe holds */
+    wrote += k;
+    got += dc_pipe_read(r, in + got, piece * 2 + 1);
+    piece = piece * 3 % 40009 + 1;
+  }
+  assert_memory_equal(in, out, total);
+  for (size_t i = 0; i < NP; i++) /* the neighbours were not written */
+    if (i != 7) {
+      dc_pipe *q = dc_shm_pipe(&b, i);
+      assert_int_equal(atomic_load(&q->head), 0);
+      assert_int_equal(atomic_load(&q->tail), 0);
+      assert_int_equal(q->cap, cap);
+      for (size_t j = 0; j < cap; j += 4096)
+        assert_int_equal(q->data[j], 0);
+    }
+  free(out);
+  free(in);
+  dc_shm_close(&b);
+  dc_shm_close(&a);
+}
+
 /* Another user cannot open a segment while it exists. */
 static void test_other_user_refused(void **state) {
   (void)state;
@@ -355,6 +411,7 @@ int main(void) {
       cmocka_unit_test(test_mbox_across_processes),
       cmocka_unit_test(test_cma_read),
       cmocka_unit_test(test_segment_mode_and_exclusive),
+      cmocka_unit_test(test_many_pipes_are_smaller),
       cmocka_unit_test(test_other_user_refused),
       cmocka_unit_test(test_host_key_and_switch),
       cmocka_unit_test(test_names),
