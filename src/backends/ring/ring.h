@@ -24,6 +24,9 @@ typedef struct ring_impl {
                      per_peer: size * naddrs, its address towards each rank */
   int neighbours; /* only ranks +-1 are connected (dc_mesh_plan.neighbours) */
   int per_peer;   /* the mesh backend: an address per pair (dc_mesh_plan) */
+  uint64_t host;  /* this rank's host key (dc_mesh_plan.host) */
+  struct ring_hier *hier; /* hierarchical all_reduce (ring_hier.c), or NULL
+                             until the first all_reduce */
 } ring_impl;
 
 /* DISTCOMM_RING_NEIGHBOURS=1: connect ring neighbours only. */
@@ -31,6 +34,14 @@ int ring_neighbours_env(void);
 
 /* Connections per address: DISTCOMM_SOCKETS, default 2. */
 int ring_sockets(void);
+
+/* ring_hier.c: whether this all_reduce goes hierarchical (the same answer
+ * on every rank), and then runs it; poison and free the subgroups. */
+int ring_hier_takes(dc_group *g, size_t count, dc_dtype dtype);
+dc_status ring_hier_all_reduce(dc_group *g, const void *send, void *recv,
+                               size_t count, dc_dtype dtype, dc_op op);
+void ring_hier_poison(dc_group *g);
+void ring_hier_free(struct ring_hier *H);
 
 extern const dc_backend_ops dc_ring_ops;
 extern const dc_backend_ops dc_mesh_ops; /* the same, named "mesh" */
