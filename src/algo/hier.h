@@ -10,7 +10,7 @@
  * It is written against two groups the backend split off (it knows no
  * transport) and calls their public collectives, which choose their own
  * algorithms (single copy or pipes inside the host, ring or direct
- * across). */
+ * across). The rail group gets a progress thread (its requests). */
 #ifndef DC_ALGO_HIER_H
 #define DC_ALGO_HIER_H
 
@@ -24,12 +24,15 @@ typedef struct dc_hier {
 } dc_hier;
 
 /* Every rank of the parent calls it with the same count, dtype and op
- * (send == recv allowed). A count that the local size L does not divide
- * leaves a tail of count % L elements: all-reduced inside the host, then
- * on the rail. Every rank ends with the same bits. On failure *failed is
- * the subgroup that failed (its detail in dc_group_last_error). */
+ * (send == recv allowed). Large buffers go in pieces: the rail's
+ * all_reduce of one piece (a request on the rail's progress thread)
+ * overlaps the work inside the host on the pieces beside it. A count that
+ * the local size L does not divide leaves a tail of count % L elements:
+ * all-reduced inside the host, then on the rail. Every rank ends with the
+ * same bits. On failure *failed is the subgroup that failed and why its
+ * detail; no request is left in flight. */
 dc_status dc_hier_all_reduce(const dc_hier *h, const void *send, void *recv,
                              size_t count, dc_dtype dtype, dc_op op,
-                             dc_group **failed);
+                             dc_group **failed, char *why, size_t whylen);
 
 #endif

@@ -135,11 +135,12 @@ dc_status ring_hier_all_reduce(dc_group *g, const void *send, void *recv,
   follow(H->h.local, g);
   follow(H->h.rail, g);
   dc_group *bad = NULL;
-  st = dc_hier_all_reduce(&H->h, send, recv, count, dtype, op, &bad);
+  char why[sizeof g->err];
+  st = dc_hier_all_reduce(&H->h, send, recv, count, dtype, op, &bad, why,
+                          sizeof why);
   if (st != DC_OK && bad)
     return dc_fail(g, st, "in the %s group (hierarchical): %s",
-                   bad == H->h.local ? "host's" : "rail's",
-                   dc_group_last_error(bad));
+                   bad == H->h.local ? "host's" : "rail's", why);
   return st;
 }
 
