@@ -5,7 +5,10 @@
 # 1,2,1,2), started by hand through a coordinator with DISTCOMM_VERBOSE=1
 # and the variables given. Then the ranks' logs say which path it took:
 # EXPECT "hier" (every rank split off its host's group and its rail) or
-# "off:REASON" (every rank stayed on the flat ring and logged REASON).
+# "off:REASON" (every rank stayed on the flat ring and logged REASON), or
+# "kill:R": rank R is killed (SIGKILL) 3 s in, and every other rank must
+# fail within 40 s, naming the hierarchy, instead of waiting for the
+# timeout (60 s here).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -29,6 +32,22 @@ for ((r = 0; r < n; r++)); do
   pids+=($!)
 done
 bad=0
+if [[ $expect == kill:* ]]; then
+  victim=${expect#kill:}
+  sleep 3
+  t0=$(date +%s)
+  # subshell -> timeout -> the rank
+  kill -9 $(pgrep -P "$(pgrep -P "${pids[$victim]}")")
+  for ((r = 0; r < n; r++)); do
+    [ "$r" -eq "$victim" ] && continue
+    wait "${pids[$r]}" && { fail "rank $r exited 0 after rank $victim was killed"; bad=1; }
+    grep -q "(hierarchical)" "$T/out.$r" || { fail "rank $r: $(tail -2 "$T/out.$r")"; bad=1; }
+  done
+  took=$(($(date +%s) - t0))
+  [ "$took" -lt 40 ] || { fail "the others took ${took}s to fail"; bad=1; }
+  [ $bad -eq 0 ] && ok "rank $victim killed: the $((n - 1)) others failed in ${took}s, naming the hierarchy"
+  finish
+fi
 for ((r = 0; r < n; r++)); do
   if ! wait "${pids[$r]}" || ! grep -q 'passed, 0 failed$' "$T/out.$r"; then
     bad=1
