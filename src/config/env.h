@@ -58,7 +58,7 @@
     "all_reduce on several hosts with the same number (2 or more) of ranks "   \
     "each: inside each host, then one ring per local rank across hosts, "      \
     "then inside again: 0 never, 1 always, auto: from DISTCOMM_HIER_BYTES")    \
-  X(HIER_BYTES, "DISTCOMM_HIER_BYTES", COUNT, "1048576", 0,                    \
+  X(HIER_BYTES, "DISTCOMM_HIER_BYTES", COUNT, "65536", 0,                      \
     4611686018427387904LL,                                                     \
     "DISTCOMM_HIER=auto: the smallest all_reduce (bytes) that goes "           \
     "hierarchical")                                                            \
