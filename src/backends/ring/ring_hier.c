@@ -60,7 +60,7 @@ static void look(dc_group *g, const ring_impl *R, struct ring_hier *H,
   else if (!*why && per[0] == 1)
     *why = "one rank per host";
   else if (!*why && !dc_shm_enabled())
-    *why = "no shared memory (DISTCOMM_SHM=0)";
+    *why = "DISTCOMM_SHM=0";
   if (!*why) {
     H->hosts = hosts;
     H->per_host = per[0];
