@@ -54,6 +54,14 @@
   X(CMA, "DISTCOMM_CMA", SWITCH, "auto", 0, 0,                                 \
     "single copy (process_vm_readv) for large collectives on one host: "       \
     "0 never, 1 always, auto: the faster, timed per op and size")              \
+  X(HIER, "DISTCOMM_HIER", SWITCH, "auto", 0, 0,                               \
+    "all_reduce on several hosts with the same number (2 or more) of ranks "   \
+    "each: inside each host, then one ring per local rank across hosts, "      \
+    "then inside again: 0 never, 1 always, auto: from DISTCOMM_HIER_BYTES")    \
+  X(HIER_BYTES, "DISTCOMM_HIER_BYTES", COUNT, "65536", 0,                      \
+    4611686018427387904LL,                                                     \
+    "DISTCOMM_HIER=auto: the smallest all_reduce (bytes) that goes "           \
+    "hierarchical")                                                            \
   X(MPI_LIBNAME, "MLX_MPI_LIBNAME", TEXT,                                      \
     "libmpi.so.40, libmpich.so.12, libmpi.so.12", 0, 0,                        \
     "the MPI library to load (the MPI backend)")                               \

@@ -93,6 +93,12 @@ dc_status dc_vfail(dc_group *g, dc_status st, const char *fmt, va_list ap);
 dc_status dc_fail_as(dc_group *g, const char *op, dc_status st, const char *fmt,
                      ...) __attribute__((format(printf, 4, 5)));
 
+/* dc_group_split inside another call on g (its op name and collective
+ * number stay): a backend that splits g for an algorithm of its own, on
+ * every rank of g at the same call. Colors must differ between two such
+ * splits at one call (the children's ids come from the number and color). */
+dc_status dc_split_within(dc_group *g, int color, int key, dc_group **out);
+
 /* Record an init failure for dc_last_error(); returns st. */
 dc_status dc_init_fail(dc_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

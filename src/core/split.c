@@ -74,6 +74,11 @@ dc_status dc_group_split(dc_group *g, int color, int key, dc_group **out) {
   if (entered != DC_OK)
     return entered;
   g->seq++;
+  return dc_split_within(g, color, key, out);
+}
+
+dc_status dc_split_within(dc_group *g, int color, int key, dc_group **out) {
+  *out = NULL;
   if (g->ops->split_all && g->size > 1)
     return g->ops->split_all(g, color, key, out);
   int32_t mine[2] = {color < 0 ? -1 : color, key};

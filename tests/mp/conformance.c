@@ -11,10 +11,13 @@
  * that is only moved (gather, broadcast, send/recv) is random bytes.
  *
  * Usage: conformance [--size N] [--quick] [--big] [--counts a,b,...]
+ *                    [--only all_reduce]
  *   --size N   fail unless the world group has N ranks (catches a silent
  *              fall back to a singleton group)
  *   --quick    65537 instead of 1000003 (for 8 oversubscribed ranks)
  *   --big      only the all_sum of more than 2 GiB of uint8
+ *   --only all_reduce   all_reduce alone (every dtype, op and count), for
+ *              tests of an all_reduce path on many ranks
  * Prints "rank R/N: K checks passed, F failed"; exits 1 on any failure. */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -39,6 +42,7 @@ typedef struct conf {
   long pass, fail;
   size_t counts[16];
   int ncounts;
+  int only_all_reduce;
 } conf;
 
 /* ---- results ----------------------------------------------------------- */
@@ -397,8 +401,11 @@ static void run_dtype(conf *c, dc_dtype t) {
       n = ((size_t)1 << 20) / dc_dtype_size(t);
     for (int op = 0; op < DC_OP_COUNT; op++) {
       test_all_reduce(c, t, (dc_op)op, n);
-      test_reduce_scatter(c, t, (dc_op)op, n);
+      if (!c->only_all_reduce)
+        test_reduce_scatter(c, t, (dc_op)op, n);
     }
+    if (c->only_all_reduce)
+      continue;
     test_all_gather(c, t, n);
     test_broadcast(c, t, n);
     test_send_recv(c, t, n);
@@ -484,9 +491,12 @@ int main(int argc, char **argv) {
       want_size = (int)mp_parse_size("--size", argv[++i]);
     else if (strcmp(argv[i], "--counts") == 0 && i + 1 < argc)
       counts = argv[++i];
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc &&
+             strcmp(argv[i + 1], "all_reduce") == 0)
+      c.only_all_reduce = 1, i++;
     else {
       fprintf(stderr, "usage: conformance [--size N] [--quick] [--big] "
-                      "[--counts a,b,...|mib]\n");
+                      "[--counts a,b,...|mib] [--only all_reduce]\n");
       return 2;
     }
   }

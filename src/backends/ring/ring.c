@@ -34,6 +34,8 @@ static dc_status done(dc_group *g, dc_status st) {
 
 static dc_status ring_all_reduce(dc_group *g, const void *send, void *recv,
                                  size_t count, dc_dtype dtype, dc_op op) {
+  if (ring_hier_takes(g, count, dtype))
+    return done(g, ring_hier_all_reduce(g, send, recv, count, dtype, op));
   dc_comm c;
   begin(g, &c, DC_OPC_ALL_REDUCE, count, dtype, op, 0);
   return done(g, dc_algo_all_reduce(&c, send, recv));
@@ -208,6 +210,7 @@ static void ring_destroy(dc_group *g) {
   ring_impl *R = g->impl;
   if (!R)
     return;
+  ring_hier_free(R->hier); /* its groups before the connections they used */
   dc_tcp_free(R->tcp);
   free(R->self);
   free(R);
@@ -217,6 +220,8 @@ static void ring_poison(dc_group *g) {
   ring_impl *R = g->impl;
   if (R && R->tcp)
     dc_tcp_poison(R->tcp, g->failed, g->err);
+  if (R)
+    ring_hier_poison(g);
 }
 
 dc_status ring_split(dc_group *g, const int *ranks, int n, int me, uint64_t id,

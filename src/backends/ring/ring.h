@@ -25,6 +25,9 @@ typedef struct ring_impl {
                      per_peer: size * naddrs, its address towards each rank */
   int neighbours; /* only ranks +-1 are connected (dc_mesh_plan.neighbours) */
   int per_peer;   /* the mesh backend: an address per pair (dc_mesh_plan) */
+  uint64_t host;  /* this rank's host key (dc_mesh_plan.host) */
+  struct ring_hier *hier; /* hierarchical all_reduce (ring_hier.c), or NULL
+                             until the first all_reduce */
 } ring_impl;
 
 /* DISTCOMM_RING_NEIGHBOURS=1: connect ring neighbours only. */
@@ -42,6 +45,14 @@ dc_status ring_p2p_send_pulled(dc_tcp *t, dc_comm *c, const void *buf,
                                size_t bytes, int peer, int *pulled);
 dc_status ring_p2p_recv_pulled(dc_tcp *t, dc_comm *c, void *buf, size_t bytes,
                                int peer, int *pulled);
+
+/* ring_hier.c: whether this all_reduce goes hierarchical (the same answer
+ * on every rank), and then runs it; poison and free the subgroups. */
+int ring_hier_takes(dc_group *g, size_t count, dc_dtype dtype);
+dc_status ring_hier_all_reduce(dc_group *g, const void *send, void *recv,
+                               size_t count, dc_dtype dtype, dc_op op);
+void ring_hier_poison(dc_group *g);
+void ring_hier_free(struct ring_hier *H);
 
 extern const dc_backend_ops dc_ring_ops;
 extern const dc_backend_ops dc_mesh_ops; /* the same, named "mesh" */

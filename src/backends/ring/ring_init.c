@@ -87,7 +87,7 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
   g->timeout_s = timeout;
   g->op_name = "init";
   dc_mesh_plan plan = *p;
-  plan.host = dc_host_key();
+  plan.host = R->host = dc_host_key();
   dc_status st =
       p->size > 1 ? dc_mesh_connect(R->tcp, &plan, err, errlen) : DC_OK;
   if (st != DC_OK && !err[0]) /* the detail went through the hooks */
