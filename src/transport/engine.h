@@ -1,5 +1,6 @@
-/* The TCP progress engine: runs a batch of transfers (algo.h) over
- * non-blocking sockets with poll(), checking every frame header, reducing
+/* The progress engine: runs a batch of transfers (algo.h) over each
+ * connection's link (transport/link.h: a non-blocking socket, or
+ * shared-memory pipes) with poll(), checking every frame header, reducing
  * received data as it arrives, and bounding every wait by the group's
  * timeout. One engine per group; used by one thread at a time. It knows
  * no dc_group: failures, the timeout and interrupts go through hooks. */
@@ -14,22 +15,26 @@
 #include "transport/mesh.h" /* dc_mesh_hooks */
 
 typedef struct dc_conn {
-  int fd; /* -1 when absent (self) */
+  /* How its bytes move (transport/link.h): dc_link_sock, or dc_link_pipe
+   * once set-up wires shared-memory pipes to a same-host peer. */
+  const struct dc_link_ops *link;
+  int fd; /* -1 when absent (self); a pipe link's control path */
   int peer, lane;
   char addr[64];         /* the peer's address, for messages */
-  size_t tx_left;        /* bytes of the outgoing frame not yet written */
+  size_t tx_left;        /* socket: bytes of the outgoing frame not yet sent */
   uint64_t op_rx;        /* payload bytes received during the current op */
   unsigned char *window; /* scratch for reduce-on-receive */
   uint64_t host;         /* the peer's host key (from its hello) */
-  /* Same-host peers: the bytes go through shared-memory pipes and fd only
-   * watches the peer's life and carries abort frames. */
+  /* A pipe link's state (transport/link_shm.c): the bytes go through
+   * shared-memory pipes; fd only watches the peer's life and carries abort
+   * frames. */
   struct dc_pipe *tx, *rx;
   uint64_t tx_tail;           /* our copy of the consumer's tail of tx */
   uint64_t mb_sent, mb_taken; /* mailbox of tx: ours, our copy of theirs */
   uint64_t mb_got;            /* mailbox of rx: messages taken */
   int pid;                    /* same-host peer's process, for single copy */
-  struct dc_seal *seal;       /* DISTCOMM_SECURE on TCP: frames carry a MAC
-                                 (transport/auth.h); NULL otherwise, and on pipes */
+  struct dc_seal *seal;       /* DISTCOMM_SECURE on a socket link: frames
+                                 carry a MAC (transport/auth.h); else NULL */
 } dc_conn;
 
 typedef struct dc_tcp {
@@ -81,6 +86,8 @@ void dc_tcp_seal(dc_tcp *t, int peer, int lane, struct dc_seal *seal);
 /* n zeroed slots for shared-memory segments (unmapped by dc_tcp_free);
  * NULL when out of memory. */
 struct dc_shm_seg *dc_tcp_new_segs(dc_tcp *t, int n);
+/* The connection's link becomes a pipe link (dc_link_pipe): its bytes go
+ * through tx and rx from now on, its socket stays the control path. */
 void dc_tcp_wire_pipes(dc_tcp *t, int peer, int lane, struct dc_pipe *tx,
                        struct dc_pipe *rx);
 void dc_tcp_set_pid(dc_tcp *t, int peer, int pid);

@@ -1,5 +1,5 @@
 /* TCP sockets: listen, connect with bounded retries, tuning, and exact
- * reads/writes with a deadline (for handshakes; the data path is engine.c). */
+ * reads/writes with a deadline (handshakes; the data path: link_sock.c). */
 #ifndef DC_TRANSPORT_SOCK_H
 #define DC_TRANSPORT_SOCK_H
 
