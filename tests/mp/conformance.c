@@ -11,19 +11,23 @@
  * that is only moved (gather, broadcast, send/recv) is random bytes.
  *
  * Usage: conformance [--size N] [--quick] [--big] [--counts a,b,...]
- *                    [--only all_reduce]
+ *                    [--only all_reduce] [--hold FILE]
  *   --size N   fail unless the world group has N ranks (catches a silent
  *              fall back to a singleton group)
  *   --quick    65537 instead of 1000003 (for 8 oversubscribed ranks)
  *   --big      only the all_sum of more than 2 GiB of uint8
  *   --only all_reduce   all_reduce alone (every dtype, op and count), for
  *              tests of an all_reduce path on many ranks
+ *   --hold FILE  after the checks, keep running small all_sums until rank 0
+ *              sees FILE (at most 60 s): a test probes the job while it
+ *              is surely still running collectives
  * Prints "rank R/N: K checks passed, F failed"; exits 1 on any failure. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mp_util.h"
 
@@ -472,6 +476,23 @@ static void default_counts(conf *c, int quick) {
   add_count(c, quick ? 65537 : 1000003); /* neither divisible by 2..8 */
 }
 
+/* Small all_sums until rank 0 sees path or 60 s pass; rank 0's word
+ * decides for everyone, so every rank runs the same number of them. */
+static void hold_until(conf *c, const char *path) {
+  for (int i = 0; i < 6000; i++) {
+    int32_t stop = c->rank == 0 && (access(path, F_OK) == 0 || i == 5999);
+    int32_t any = 0;
+    dc_status st = dc_all_sum(c->g, &stop, &any, 1, DC_INT32);
+    if (st != DC_OK) {
+      failf(c, "--hold: all_sum: %s", dc_group_last_error(c->g));
+      return;
+    }
+    if (any)
+      return;
+    usleep(10000);
+  }
+}
+
 static void parse_counts(conf *c, char *list) {
   for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ","))
     add_count(c, strcmp(tok, "mib") == 0 ? MIB_COUNT
@@ -482,6 +503,7 @@ int main(int argc, char **argv) {
   conf c = {0};
   int quick = 0, big = 0, want_size = 0;
   char *counts = NULL;
+  const char *hold = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0)
       quick = 1;
@@ -491,12 +513,15 @@ int main(int argc, char **argv) {
       want_size = (int)mp_parse_size("--size", argv[++i]);
     else if (strcmp(argv[i], "--counts") == 0 && i + 1 < argc)
       counts = argv[++i];
+    else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
+      hold = argv[++i];
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc &&
              strcmp(argv[i + 1], "all_reduce") == 0)
       c.only_all_reduce = 1, i++;
     else {
       fprintf(stderr, "usage: conformance [--size N] [--quick] [--big] "
-                      "[--counts a,b,...|mib] [--only all_reduce]\n");
+                      "[--counts a,b,...|mib] [--only all_reduce] "
+                      "[--hold FILE]\n");
       return 2;
     }
   }
@@ -515,6 +540,8 @@ int main(int argc, char **argv) {
   else
     for (int t = 0; t < DC_DTYPE_COUNT; t++)
       run_dtype(&c, (dc_dtype)t);
+  if (hold)
+    hold_until(&c, hold);
   printf("rank %d/%d: %ld checks passed, %ld failed\n", c.rank, c.size, c.pass,
          c.fail);
   dc_group_free(c.g);

@@ -17,7 +17,9 @@
 #   naming the stranger's address, and rank 1 must be accepted while the
 #   silent ones still hang (they cannot stall set-up).
 #   While running collectives: the ports are closed (listeners live only
-#   during set-up), so strangers get "connection refused".
+#   during set-up), so strangers get "connection refused". The ranks keep
+#   running small all_sums after their checks until the test touches
+#   $mp_tmp/stop (conformance --hold), so this phase cannot come too late.
 # The job must pass the conformance checks. Everything runs under timeout.
 set -u
 launch=$1 conf=$2 stranger=$3 n=$4 mode=${5:-launch}
@@ -27,7 +29,7 @@ log=$mp_tmp/job.out
 counts=1,1000,65537
 # shellcheck disable=SC2016 # the ranks' shell expands these
 rank_cmd='[ "$MLX_RANK" = 0 ] || sleep 4
-    exec "$1" --size "$2" --counts "$3"'
+    exec "$1" --size "$2" --counts "$3" --hold "$0/stop"'
 if [ "$mode" = launch ]; then
   MLX_RING_VERBOSE=1 DISTCOMM_TIMEOUT=60 timeout -k 5 150 "$launch" -n "$n" \
     --starting-port "$base" -- sh -c 'echo "$DISTCOMM_JOB_ID" >"$0/job.$MLX_RANK"
@@ -151,6 +153,7 @@ if kill -0 "$job_pid" 2>/dev/null; then
 else
   fail "the job had finished before the running-phase strangers"
 fi
+touch "$mp_tmp/stop"
 
 wait "$job_pid"
 rc=$?
