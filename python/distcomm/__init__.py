@@ -21,6 +21,8 @@ while a call waits, and Ctrl-C interrupts a wait within a fraction of a
 second (the group is then unusable, as after any communication failure).
 """
 
+import os as _os
+
 import numpy as _np
 
 from . import _distcomm as _c
@@ -61,6 +63,10 @@ def init(strict=False, backend="any"):
     """
     global _world
     group = _c.init(strict=bool(strict), backend=backend)
+    # The library read the job token and removed it from the C environment;
+    # os.environ is Python's own copy, and os.environ.copy() handed to a
+    # child would pass the token on (audit item 14).
+    _os.environ.pop("DISTCOMM_JOB_TOKEN", None)
     if _world is None:
         _world = group
     return group

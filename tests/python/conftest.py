@@ -6,11 +6,15 @@ and their collectives line up, as in MLX's distributed tests. A test that
 must talk to only some ranks uses a split group, so that a deliberate
 failure (mismatch, interrupt, timeout) poisons that group and not the world.
 """
+import os
+
 import numpy as np
 import pytest
 
 import distcomm
 
+# Whether the launcher gave this rank a job token (init removes it).
+HAD_TOKEN = "DISTCOMM_JOB_TOKEN" in os.environ
 WORLD = distcomm.init()
 
 
