@@ -1,6 +1,6 @@
 /* Non-blocking requests (dc_i*) against the blocking calls.
  *
- * Usage: async_test mixed | mismatch | lazy | kill MIB
+ * Usage: async_test mixed | mismatch | mismatch-blocking | lazy | kill MIB
  *   mixed     many requests in flight at once (all_sum/max/min of several
  *             dtypes, all_gather, sum_scatter, broadcast from every root,
  *             barrier, send/recv between pairs); results must equal the
@@ -12,6 +12,10 @@
  *   mismatch  rank 0 issues iall_sum of 10 floats, the others 11: every
  *             rank's request fails with ERR_MISMATCH, the requests behind it
  *             fail alike, and a new request fails at once.
+ *   mismatch-blocking  the same, but rank 0 makes a blocking dc_all_sum of
+ *             10 floats against the others' requests of 11: the blocking
+ *             call fails with ERR_MISMATCH too, and so does rank 0's next
+ *             request, at once.
  *   lazy      the doorbell's lazy mode (src/async/request.c): after many
  *             requests waited for at once, rank 0 issues one and sleeps
  *             1 s before waiting: the others' blocking all_sum must end
@@ -279,6 +283,30 @@ static int mismatch(dc_group *g) {
   return fails ? 1 : 0;
 }
 
+/* Rank 0's blocking call meets the others' requests: each side must see
+ * the mismatch, not wait for the other kind of call until the timeout. */
+static int mismatch_blocking(dc_group *g) {
+  if (rank != 0)
+    return mismatch(g);
+  float x[11] = {0}, y[11];
+  double t0 = mp_mono();
+  dc_status st = dc_all_sum(g, x, y, 10, DC_FLOAT32);
+  CHECK(st == DC_ERR_MISMATCH,
+        "blocking all_sum: want ERR_MISMATCH, got %s: %s", dc_status_name(st),
+        dc_group_last_error(g));
+  printf("rank %d: %s: %s (%.1f s)\n", rank, dc_status_name(st),
+         dc_group_last_error(g), mp_mono() - t0);
+  dc_request *late = (dc_request *)1;
+  t0 = mp_mono();
+  dc_status s3 = dc_iall_sum(g, x, y, 11, DC_FLOAT32, &late);
+  CHECK(s3 == st && late == NULL && mp_mono() - t0 < 1.0,
+        "new request after the failed blocking call: %s", dc_status_name(s3));
+  dc_group_free(g);
+  printf("rank %d/%d: %ld checks passed, %ld failed\n", rank, size, pass,
+         fails);
+  return fails ? 1 : 0;
+}
+
 /* x[i] = rank + i + k: the all_sum is size * (i + k) + size (size - 1) / 2. */
 static int sums_ok(const double *y, size_t n, int k) {
   for (size_t i = 0; i < n; i++)
@@ -440,7 +468,8 @@ static int kill_loop(dc_group *g, size_t mib) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: async_test mixed | mismatch | lazy | kill MIB\n");
+    fprintf(stderr, "usage: async_test mixed | mismatch | mismatch-blocking | "
+                    "lazy | kill MIB\n");
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -451,6 +480,8 @@ int main(int argc, char **argv) {
     return mixed(g);
   if (!strcmp(argv[1], "mismatch"))
     return mismatch(g);
+  if (!strcmp(argv[1], "mismatch-blocking"))
+    return mismatch_blocking(g);
   if (!strcmp(argv[1], "lazy"))
     return lazy(g);
   if (!strcmp(argv[1], "kill") && argc > 2)
