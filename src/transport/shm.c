@@ -104,8 +104,11 @@ int dc_cred_listen(char name[DC_SHM_NAME_BYTES]) {
     return -1;
   socklen_t len = abstract_addr(&a, name);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 &&
-      (bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 64) != 0)) {
+  /* Nobody accepts: every same-host peer's probe stays in the backlog
+   * until set-up closes fd, so it must hold them all (the kernel caps it
+   * at net.core.somaxconn, 4096 by default). */
+  if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, len) != 0 ||
+                  listen(fd, SOMAXCONN) != 0)) {
     close(fd);
     fd = -1;
   }
