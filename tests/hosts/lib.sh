@@ -99,13 +99,18 @@ EOF
     export DISTCOMM_SSH="ssh -F $HOSTS_DIR/ssh_config"
 }
 
-# The shell line that starts host i's sshd, inside a mount namespace of its
-# own when hosts_private_tmp / hosts_hide asked for one.
+# The shell line that starts host i's sshd in a mount namespace of its
+# own: without the user's ~/.bashrc, and with what hosts_private_tmp /
+# hosts_hide asked for.
 _hosts_sshd_cmd() { # i
     local i=$1 d=$HOSTS_DIR/h$1 line kind rest keep
     local sshd="exec /usr/sbin/sshd -f $d/sshd_config -E $d/sshd.log"
-    [ -z "${_HOSTS_MOUNTS[$i]:-}" ] && { echo "$sshd"; return; }
     local s="set -e; mount --make-rprivate /;"
+    # Sessions on a test host skip the user's ~/.bashrc, as on a fresh
+    # machine: this VM's root runs `pyenv rehash` there, which waits 60 s on
+    # a lock that any session killed during it leaves behind (every later
+    # ssh then outlived its test's timeout).
+    s="$s if [ -f '$HOME/.bashrc' ]; then mount --bind /dev/null '$HOME/.bashrc'; fi;"
     while read -r kind rest; do
         [ -z "$kind" ] && continue
         if [ "$kind" = hide ]; then
@@ -121,7 +126,7 @@ _hosts_sshd_cmd() { # i
             s="$s mkdir -p '$keep'; mount --bind '$old/${keep#/tmp/}' '$keep';"
         done
         s="$s umount -l $old;"
-    done <<<"${_HOSTS_MOUNTS[$i]}"
+    done <<<"${_HOSTS_MOUNTS[$i]:-}"
     echo "$s $sshd"
 }
 
