@@ -11,7 +11,7 @@
  *
  * Nothing here knows dc_group: failures, log lines, interrupts and the
  * timeout reach the owner through dc_mesh_hooks (core/hooks.c makes them
- * for a group), which the engine (dc_tcp) holds. */
+ * for a group), which the engine (dc_mesh) holds. */
 #ifndef DC_TRANSPORT_MESH_H
 #define DC_TRANSPORT_MESH_H
 

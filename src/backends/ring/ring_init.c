@@ -73,7 +73,7 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
     R->per_peer = p->per_peer;
     R->self = malloc(sizeof *R->self * self_count(p));
     dc_mesh_hooks h = g ? dc_group_hooks(g) : (dc_mesh_hooks){0};
-    R->tcp = g ? dc_tcp_new(&h, p->rank, p->size, dc_plan_lanes(p)) : NULL;
+    R->tcp = g ? dc_mesh_new(&h, p->rank, p->size, dc_plan_lanes(p)) : NULL;
   }
   if (!g || !R->self || !R->tcp) {
     snprintf(err, errlen, "out of memory");
