@@ -235,3 +235,19 @@ dc_status dc_mesh_connect(dc_mesh *t, const dc_mesh_plan *p, char *err,
    * stays empty for them */
   return st == DC_OK ? dc_mesh_setup_shm(t, p) : st;
 }
+
+dc_status dc_mesh_open(const dc_mesh_hooks *h, const dc_mesh_plan *p,
+                       dc_mesh **out, char *err, size_t errlen) {
+  dc_mesh *t = dc_mesh_new(h, p->rank, p->size, dc_plan_lanes(p));
+  *out = t;
+  if (!t) {
+    snprintf(err, errlen, "out of memory");
+    return DC_ERR_NOMEM;
+  }
+  dc_status st = p->size > 1 ? dc_mesh_connect(t, p, err, errlen) : DC_OK;
+  if (st != DC_OK) {
+    *out = NULL;
+    dc_mesh_free(t);
+  }
+  return st;
+}

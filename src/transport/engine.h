@@ -3,7 +3,16 @@
  * shared-memory pipes) with poll(), checking every frame header, reducing
  * received data as it arrives, and bounding every wait by the group's
  * timeout. One engine per group; used by one thread at a time. It knows
- * no dc_group: failures, the timeout and interrupts go through hooks. */
+ * no dc_group: failures, the timeout and interrupts go through hooks.
+ *
+ * The face, for an owner (backends/ring's ring_build): a dc_mesh is one
+ * group's connections and their engine.
+ *   dc_mesh_open   from a plan (transport/mesh.h): allocate and connect;
+ *   dc_mesh_begin  + comm.run (dc_mesh_run): one op's batches of transfers;
+ *   dc_mesh_poison after a failure: abort frames to the peers, shut down;
+ *   dc_mesh_free   close every connection.
+ * The rest of this header is for set-up (dial.c, accept.c, setup_shm.c)
+ * and the links (link.h). */
 #ifndef DC_TRANSPORT_ENGINE_H
 #define DC_TRANSPORT_ENGINE_H
 
@@ -50,6 +59,14 @@ typedef struct dc_mesh {
   struct dc_tune *tune; /* single copy or pipes, when pull_ok (owned) */
 } dc_mesh;
 
+/* Open a group's mesh: dc_mesh_new with the plan's rank, size and lanes,
+ * then dc_mesh_connect (nothing to connect for one rank). *out is set
+ * before connecting, so that an owner whose hooks.fail poisons the mesh
+ * (the group: ring_poison reads *out) reaches the peers already connected;
+ * on failure the mesh is freed, *out is NULL and err says why (empty when
+ * the detail went through hooks.fail). "out of memory" gives DC_ERR_NOMEM. */
+dc_status dc_mesh_open(const dc_mesh_hooks *h, const dc_mesh_plan *p,
+                       dc_mesh **out, char *err, size_t errlen);
 /* Allocate an engine for size ranks x lanes connections (all fd = -1). */
 dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes);
 /* Close every connection and free. */
