@@ -32,7 +32,7 @@ typedef struct pending {
 } pending;
 
 typedef struct acceptor {
-  dc_tcp *t;
+  dc_mesh *t;
   const dc_mesh_plan *p;
   const dc_auth *auth;
   int want; /* connections still expected */
@@ -43,7 +43,7 @@ typedef struct acceptor {
 
 /* Log why pd is refused, remember it, close it; returns 0 (not joined). */
 static int refuse(acceptor *A, pending *pd, const char *why) {
-  dc_tcp_log(A->t, "refused a connection from %s: %s", pd->from, why);
+  dc_mesh_log(A->t, "refused a connection from %s: %s", pd->from, why);
   snprintf(A->refused, sizeof A->refused, "%s: %s", pd->from, why);
   close(pd->fd);
   pd->fd = -1;
@@ -69,7 +69,7 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
   if (h->rank >= (uint32_t)p->size || !dc_plan_accepts(p, (int)h->rank) ||
       h->lane >= lanes ||
       dc_plan_listener(p, (int)h->rank, (int)h->lane) != l ||
-      dc_tcp_connected(A->t, (int)h->rank, (int)h->lane))
+      dc_mesh_connected(A->t, (int)h->rank, (int)h->lane))
     return DC_REFUSE_RANK;
   if (!A->auth->on && !dc_plan_source_ok(p, (int)h->rank, fd))
     return DC_REFUSE_SOURCE;
@@ -79,20 +79,20 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
 static int join(acceptor *A, pending *pd) {
   const dc_mesh_plan *p = A->p;
   const dc_hello *h = &pd->h;
-  if (dc_tcp_connected(A->t, (int)h->rank, (int)h->lane)) /* proved first */
+  if (dc_mesh_connected(A->t, (int)h->rank, (int)h->lane)) /* proved first */
     return refuse(A, pd, "rank and connection number already connected");
   dc_seal *seal = NULL;
   if (A->auth->secure && !(seal = dc_seal_new(A->auth, &pd->bind, 0)))
     return refuse(A, pd, "out of memory for its frame keys");
-  dc_tcp_attach(A->t, (int)h->rank, (int)h->lane, pd->fd, h->host,
-                dc_plan_addr(p, (int)h->rank, (int)h->lane)->text);
-  dc_tcp_seal(A->t, (int)h->rank, (int)h->lane, seal);
-  dc_tcp_log(A->t, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
-             pd->from,
-             A->auth->secure ? " (job token proven, frames "
-                               "authenticated)"
-             : A->auth->on   ? " (job token proven)"
-                             : "");
+  dc_mesh_attach(A->t, (int)h->rank, (int)h->lane, pd->fd, h->host,
+                 dc_plan_addr(p, (int)h->rank, (int)h->lane)->text);
+  dc_mesh_seal(A->t, (int)h->rank, (int)h->lane, seal);
+  dc_mesh_log(A->t, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
+              pd->from,
+              A->auth->secure ? " (job token proven, frames "
+                                "authenticated)"
+              : A->auth->on   ? " (job token proven)"
+                              : "");
   pd->fd = -1;
   A->want--;
   return 1;
@@ -266,10 +266,10 @@ static void expire(acceptor *A) {
   }
 }
 
-static int first_missing(const dc_tcp *t, const dc_mesh_plan *p) {
+static int first_missing(const dc_mesh *t, const dc_mesh_plan *p) {
   for (int q = 0; q < p->size; q++)
     for (int l = 0; dc_plan_accepts(p, q) && l < dc_plan_lanes(p); l++)
-      if (!dc_tcp_connected(t, q, l))
+      if (!dc_mesh_connected(t, q, l))
         return q;
   return -1;
 }
@@ -280,7 +280,7 @@ static dc_status timed_out(const acceptor *A, char *err, size_t errlen) {
   snprintf(err, errlen,
            "rank %d timed out after %.0f s waiting for rank %d "
            "(%s) to connect: is rank %d running?%s%s%s",
-           p->rank, dc_tcp_timeout(A->t), q, dc_plan_addr(p, q, 0)->text, q,
+           p->rank, dc_mesh_timeout(A->t), q, dc_plan_addr(p, q, 0)->text, q,
            A->refused[0] ? " (the last connection refused: " : "", A->refused,
            A->refused[0] ? ")" : "");
   return DC_ERR_TIMEOUT;
@@ -315,7 +315,7 @@ static void round_once(acceptor *A, int nl, double left) {
   expire(A);
 }
 
-dc_status dc_mesh_accept_all(dc_tcp *t, const dc_mesh_plan *p,
+dc_status dc_mesh_accept_all(dc_mesh *t, const dc_mesh_plan *p,
                              const dc_auth *auth, double deadline, char *err,
                              size_t errlen) {
   acceptor A = {.t = t, .p = p, .auth = auth};

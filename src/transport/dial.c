@@ -134,7 +134,7 @@ static dc_status handshake(int fd, const dc_mesh_plan *p, const dc_auth *auth,
   return st;
 }
 
-static dc_status dial(dc_tcp *t, const dc_mesh_plan *p, int q, int lane,
+static dc_status dial(dc_mesh *t, const dc_mesh_plan *p, int q, int lane,
                       double deadline, int *fd, char *err, size_t errlen) {
   const dc_addr *a = dc_plan_addr(p, q, lane);
   dc_status st = dc_sock_connect(a, deadline, fd, err, errlen);
@@ -145,7 +145,7 @@ static dc_status dial(dc_tcp *t, const dc_mesh_plan *p, int q, int lane,
     snprintf(err, errlen,
              "rank %d could not connect to rank %d (%s) before "
              "the timeout (%.0f s): is rank %d running?%s",
-             p->rank, q, a->text, dc_tcp_timeout(t), q,
+             p->rank, q, a->text, dc_mesh_timeout(t), q,
              far ? " (if only ring neighbours are linked, as on a ring of "
                    "direct cables, set DISTCOMM_RING_NEIGHBOURS=1)"
                  : "");
@@ -159,7 +159,7 @@ static dc_status dial(dc_tcp *t, const dc_mesh_plan *p, int q, int lane,
 #define DROP_RETRIES 4
 #define REDIAL_SECONDS 2.0
 
-static dc_status connect_one(dc_tcp *t, const dc_mesh_plan *p,
+static dc_status connect_one(dc_mesh *t, const dc_mesh_plan *p,
                              const dc_auth *auth, int q, int lane,
                              double deadline, char *err, size_t errlen) {
   const dc_addr *a = dc_plan_addr(p, q, lane);
@@ -179,24 +179,24 @@ static dc_status connect_one(dc_tcp *t, const dc_mesh_plan *p,
     double redial = dc_now() + REDIAL_SECONDS;
     if (st != DC_ERR_PEER_LOST || tries > DROP_RETRIES || redial > deadline)
       return st;
-    dc_tcp_log(t,
-               "rank %d (%s) dropped connection %d before answering: dialing "
-               "again",
-               q, a->text, lane);
+    dc_mesh_log(t,
+                "rank %d (%s) dropped connection %d before answering: dialing "
+                "again",
+                q, a->text, lane);
     char again[256];
     if (dial(t, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
       return st; /* the first error says more */
   }
-  dc_tcp_attach(t, q, lane, fd, reply.host, a->text);
-  dc_tcp_seal(t, q, lane, seal);
-  dc_tcp_log(t, "connected to rank %d lane %d at %s%s", q, lane, a->text,
-             auth->secure ? " (job token proven, frames authenticated)"
-             : auth->on   ? " (job token proven)"
-                          : "");
+  dc_mesh_attach(t, q, lane, fd, reply.host, a->text);
+  dc_mesh_seal(t, q, lane, seal);
+  dc_mesh_log(t, "connected to rank %d lane %d at %s%s", q, lane, a->text,
+              auth->secure ? " (job token proven, frames authenticated)"
+              : auth->on   ? " (job token proven)"
+                           : "");
   return DC_OK;
 }
 
-static dc_status connect_all(dc_tcp *t, const dc_mesh_plan *p,
+static dc_status connect_all(dc_mesh *t, const dc_mesh_plan *p,
                              const dc_auth *auth, double deadline, char *err,
                              size_t errlen) {
   for (int q = 0; q < p->size; q++)
@@ -208,10 +208,10 @@ static dc_status connect_all(dc_tcp *t, const dc_mesh_plan *p,
   return DC_OK;
 }
 
-static dc_status connect_and_accept(dc_tcp *t, const dc_mesh_plan *p,
+static dc_status connect_and_accept(dc_mesh *t, const dc_mesh_plan *p,
                                     const dc_auth *auth, char *err,
                                     size_t errlen) {
-  double deadline = dc_now() + dc_tcp_timeout(t);
+  double deadline = dc_now() + dc_mesh_timeout(t);
   int accept_first = dc_plan_neighbours_only(p) && p->rank < p->size - 1;
   dc_status st = accept_first
                      ? dc_mesh_accept_all(t, p, auth, deadline, err, errlen)
@@ -222,7 +222,7 @@ static dc_status connect_and_accept(dc_tcp *t, const dc_mesh_plan *p,
                       : dc_mesh_accept_all(t, p, auth, deadline, err, errlen);
 }
 
-dc_status dc_mesh_connect(dc_tcp *t, const dc_mesh_plan *p, char *err,
+dc_status dc_mesh_connect(dc_mesh *t, const dc_mesh_plan *p, char *err,
                           size_t errlen) {
   dc_auth auth; /* read for every group: split groups prove it too */
   err[0] = '\0';
@@ -234,4 +234,20 @@ dc_status dc_mesh_connect(dc_tcp *t, const dc_mesh_plan *p, char *err,
   /* its failures go through the hooks (the owner keeps the text), err
    * stays empty for them */
   return st == DC_OK ? dc_mesh_setup_shm(t, p) : st;
+}
+
+dc_status dc_mesh_open(const dc_mesh_hooks *h, const dc_mesh_plan *p,
+                       dc_mesh **out, char *err, size_t errlen) {
+  dc_mesh *t = dc_mesh_new(h, p->rank, p->size, dc_plan_lanes(p));
+  *out = t;
+  if (!t) {
+    snprintf(err, errlen, "out of memory");
+    return DC_ERR_NOMEM;
+  }
+  dc_status st = p->size > 1 ? dc_mesh_connect(t, p, err, errlen) : DC_OK;
+  if (st != DC_OK) {
+    *out = NULL;
+    dc_mesh_free(t);
+  }
+  return st;
 }

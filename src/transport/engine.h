@@ -3,7 +3,16 @@
  * shared-memory pipes) with poll(), checking every frame header, reducing
  * received data as it arrives, and bounding every wait by the group's
  * timeout. One engine per group; used by one thread at a time. It knows
- * no dc_group: failures, the timeout and interrupts go through hooks. */
+ * no dc_group: failures, the timeout and interrupts go through hooks.
+ *
+ * The face, for an owner (backends/ring's ring_build): a dc_mesh is one
+ * group's connections and their engine.
+ *   dc_mesh_open   from a plan (transport/mesh.h): allocate and connect;
+ *   dc_mesh_begin  + comm.run (dc_mesh_run): one op's batches of transfers;
+ *   dc_mesh_poison after a failure: abort frames to the peers, shut down;
+ *   dc_mesh_free   close every connection.
+ * The rest of this header is for set-up (dial.c, accept.c, setup_shm.c)
+ * and the links (link.h). */
 #ifndef DC_TRANSPORT_ENGINE_H
 #define DC_TRANSPORT_ENGINE_H
 
@@ -37,7 +46,7 @@ typedef struct dc_conn {
                                  carry a MAC (transport/auth.h); else NULL */
 } dc_conn;
 
-typedef struct dc_tcp {
+typedef struct dc_mesh {
   dc_mesh_hooks hooks; /* to the owner (the group): fail, timeout, ... */
   int rank, size, lanes;
   dc_conn *conns;            /* conns[peer * lanes + lane] */
@@ -48,20 +57,28 @@ typedef struct dc_tcp {
   int one_host;         /* every rank of the group is on this host */
   int pull_ok;          /* every peer's memory is readable (single copy) */
   struct dc_tune *tune; /* single copy or pipes, when pull_ok (owned) */
-} dc_tcp;
+} dc_mesh;
 
+/* Open a group's mesh: dc_mesh_new with the plan's rank, size and lanes,
+ * then dc_mesh_connect (nothing to connect for one rank). *out is set
+ * before connecting, so that an owner whose hooks.fail poisons the mesh
+ * (the group: ring_poison reads *out) reaches the peers already connected;
+ * on failure the mesh is freed, *out is NULL and err says why (empty when
+ * the detail went through hooks.fail). "out of memory" gives DC_ERR_NOMEM. */
+dc_status dc_mesh_open(const dc_mesh_hooks *h, const dc_mesh_plan *p,
+                       dc_mesh **out, char *err, size_t errlen);
 /* Allocate an engine for size ranks x lanes connections (all fd = -1). */
-dc_tcp *dc_tcp_new(const dc_mesh_hooks *h, int rank, int size, int lanes);
+dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes);
 /* Close every connection and free. */
-void dc_tcp_free(dc_tcp *t);
+void dc_mesh_free(dc_mesh *t);
 
 /* To the owner, through the hooks: a failure (formatted; returns st), a
  * log line (when verbose), the timeout now. Set-up uses them too. */
-dc_status dc_tcp_fail(dc_tcp *t, dc_status st, const char *fmt, ...)
+dc_status dc_mesh_fail(dc_mesh *t, dc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void dc_tcp_log(dc_tcp *t, const char *fmt, ...)
+void dc_mesh_log(dc_mesh *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-double dc_tcp_timeout(const dc_tcp *t);
+double dc_mesh_timeout(const dc_mesh *t);
 
 /* Connect a group's mesh (transport/dial.c, accept.c, setup_shm.c): dial
  * the ranks the plan says this rank dials, accept the others (refusing
@@ -69,43 +86,43 @@ double dc_tcp_timeout(const dc_tcp *t);
  * give same-host peers shared-memory pipes and single copy (unless
  * DISTCOMM_SHM=0; a pair that cannot map them keeps TCP). Fills t's
  * connections. On failure err says why. */
-dc_status dc_mesh_connect(dc_tcp *t, const dc_mesh_plan *p, char *err,
+dc_status dc_mesh_connect(dc_mesh *t, const dc_mesh_plan *p, char *err,
                           size_t errlen);
 
 /* Set-up fills the engine's connections through these, never through
  * the fields: the engine owns its conns, segments and tune. */
-int dc_tcp_connected(const dc_tcp *t, int peer, int lane);
-void dc_tcp_attach(dc_tcp *t, int peer, int lane, int fd, uint64_t host,
-                   const char *addr);
-uint64_t dc_tcp_peer_host(const dc_tcp *t, int peer);
+int dc_mesh_connected(const dc_mesh *t, int peer, int lane);
+void dc_mesh_attach(dc_mesh *t, int peer, int lane, int fd, uint64_t host,
+                    const char *addr);
+uint64_t dc_mesh_peer_host(const dc_mesh *t, int peer);
 /* The connection's frame keys (DISTCOMM_SECURE), owned from now on; NULL
  * for none. Every frame on it then ends in a tag, checked before the op
  * returns. A connection later wired to pipes drops its seal: same-host
  * shared memory is not authenticated. */
-void dc_tcp_seal(dc_tcp *t, int peer, int lane, struct dc_seal *seal);
-/* n zeroed slots for shared-memory segments (unmapped by dc_tcp_free);
+void dc_mesh_seal(dc_mesh *t, int peer, int lane, struct dc_seal *seal);
+/* n zeroed slots for shared-memory segments (unmapped by dc_mesh_free);
  * NULL when out of memory. */
-struct dc_shm_seg *dc_tcp_new_segs(dc_tcp *t, int n);
+struct dc_shm_seg *dc_mesh_new_segs(dc_mesh *t, int n);
 /* The connection's link becomes a pipe link (dc_link_pipe): its bytes go
  * through tx and rx from now on, its socket stays the control path. */
-void dc_tcp_wire_pipes(dc_tcp *t, int peer, int lane, struct dc_pipe *tx,
-                       struct dc_pipe *rx);
-void dc_tcp_set_pid(dc_tcp *t, int peer, int pid);
+void dc_mesh_wire_pipes(dc_mesh *t, int peer, int lane, struct dc_pipe *tx,
+                        struct dc_pipe *rx);
+void dc_mesh_set_pid(dc_mesh *t, int peer, int pid);
 /* Single copy: offered (pull) when one_host, used when pull_ok; forced
  * skips the choice between single copy and pipes (algo/tune.h). */
-void dc_tcp_set_pull(dc_tcp *t, int one_host, int pull_ok, int forced);
+void dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced);
 
-/* Prepare comm for one op: fills the frame fields and run = dc_tcp_run. */
-void dc_tcp_begin(dc_tcp *t, dc_comm *c, uint8_t opcode, size_t count,
-                  dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq);
+/* Prepare comm for one op: fills the frame fields and run = dc_mesh_run. */
+void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,
+                   dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq);
 
-dc_status dc_tcp_run(dc_comm *c, dc_xfer *x, int n);
+dc_status dc_mesh_run(dc_comm *c, dc_xfer *x, int n);
 /* dc_comm.pull: process_vm_readv from a same-host peer. */
-dc_status dc_tcp_pull(dc_comm *c, int peer, void *dst, uint64_t src,
-                      size_t len);
+dc_status dc_mesh_pull(dc_comm *c, int peer, void *dst, uint64_t src,
+                       size_t len);
 
 /* After a failure: tell every peer (an ABORT frame when the stream is at a
  * frame boundary) and shut our side, so nobody keeps waiting on this rank. */
-void dc_tcp_poison(dc_tcp *t, dc_status st, const char *why);
+void dc_mesh_poison(dc_mesh *t, dc_status st, const char *why);
 
 #endif

@@ -2,7 +2,7 @@
  * other. A bootstrap policy (backends/ring: MLX_HOSTFILE; the coordinator;
  * backends/mesh: MLX_IBV_DEVICES; ring_split for subgroups) finds out where
  * the peers listen and which pairs connect, writes that into a
- * dc_mesh_plan, opens its listeners, and calls dc_mesh_connect. Everything
+ * dc_mesh_plan, opens its listeners, and calls dc_mesh_open. Everything
  * after the addresses is here, in src/transport: dialing (dial.c) and
  * accepting (accept.c) with strangers refused, the hello and job-token
  * handshake (handshake.h, auth.c), shared-memory pipes and single copy for
@@ -11,7 +11,7 @@
  *
  * Nothing here knows dc_group: failures, log lines, interrupts and the
  * timeout reach the owner through dc_mesh_hooks (core/hooks.c makes them
- * for a group), which the engine (dc_tcp) holds. */
+ * for a group), which the engine (dc_mesh) holds. */
 #ifndef DC_TRANSPORT_MESH_H
 #define DC_TRANSPORT_MESH_H
 

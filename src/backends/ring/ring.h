@@ -17,7 +17,7 @@
 #include "transport/mesh.h"
 
 typedef struct ring_impl {
-  dc_tcp *tcp;
+  dc_mesh *tcp;
   int naddrs;  /* addresses per rank in the hostfile */
   int sockets; /* connections per address (DISTCOMM_SOCKETS) */
   uint64_t job;
@@ -41,9 +41,9 @@ int ring_sockets(void);
  * then the two ends. *pulled = 0: the sender could not offer it, and the
  * message follows through the lanes as usual. */
 int ring_p2p_single_copy(const dc_comm *c, size_t piece_bytes);
-dc_status ring_p2p_send_pulled(dc_tcp *t, dc_comm *c, const void *buf,
+dc_status ring_p2p_send_pulled(dc_mesh *t, dc_comm *c, const void *buf,
                                size_t bytes, int peer, int *pulled);
-dc_status ring_p2p_recv_pulled(dc_tcp *t, dc_comm *c, void *buf, size_t bytes,
+dc_status ring_p2p_recv_pulled(dc_mesh *t, dc_comm *c, void *buf, size_t bytes,
                                int peer, int *pulled);
 
 /* ring_hier.c: whether this all_reduce goes hierarchical (the same answer

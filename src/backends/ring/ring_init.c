@@ -72,10 +72,8 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
     R->neighbours = dc_plan_neighbours_only(p);
     R->per_peer = p->per_peer;
     R->self = malloc(sizeof *R->self * self_count(p));
-    dc_mesh_hooks h = g ? dc_group_hooks(g) : (dc_mesh_hooks){0};
-    R->tcp = g ? dc_tcp_new(&h, p->rank, p->size, dc_plan_lanes(p)) : NULL;
   }
-  if (!g || !R->self || !R->tcp) {
+  if (!g || !R->self) {
     snprintf(err, errlen, "out of memory");
     if (g)
       dc_group_free(g);
@@ -88,8 +86,10 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
   g->op_name = "init";
   dc_mesh_plan plan = *p;
   plan.host = R->host = dc_host_key();
-  dc_status st =
-      p->size > 1 ? dc_mesh_connect(R->tcp, &plan, err, errlen) : DC_OK;
+  /* The hooks need the group, so it exists first; R->tcp is set before
+   * connecting, so that a failure the hooks report poisons the mesh. */
+  dc_mesh_hooks h = dc_group_hooks(g);
+  dc_status st = dc_mesh_open(&h, &plan, &R->tcp, err, errlen);
   if (st != DC_OK && !err[0]) /* the detail went through the hooks */
     snprintf(err, errlen, "%s", g->err);
   g->op_name = NULL;

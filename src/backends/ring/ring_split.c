@@ -22,8 +22,8 @@ static void port0(dc_addr *a) {
 static dc_status swap_addrs(dc_group *g, const int *ranks, int n, int me,
                             char *texts, size_t block) {
   dc_comm c;
-  dc_tcp_begin(((ring_impl *)g->impl)->tcp, &c, DC_OPC_SPLIT, block, DC_UINT8,
-               DC_SUM, 0, (uint32_t)g->seq);
+  dc_mesh_begin(((ring_impl *)g->impl)->tcp, &c, DC_OPC_SPLIT, block, DC_UINT8,
+                DC_SUM, 0, (uint32_t)g->seq);
   dc_xfer *x = malloc(sizeof *x * 2 * (size_t)n);
   if (!x)
     return DC_ERR_NOMEM;
