@@ -145,7 +145,7 @@ static void print_usage(FILE *f) {
       "command, and distcomm-launch (at this one's path or on the PATH of ssh\n"
       "sessions). Each host's agent stops its ranks when it hears no heartbeat "
       "from\n"
-      "here for 5 intervals ($DISTCOMM_HEARTBEAT_MS, default 1000).\n"
+      "here for 20 intervals ($DISTCOMM_HEARTBEAT_MS, default 1000).\n"
       "With --backend mpi, --hosts/--hostfile (JSON or an MPI hostfile)\n"
       "go to mpirun as \"host slots=N\" lines.\n"
       "Exit status: 0 when every rank succeeds; otherwise the failing rank's "

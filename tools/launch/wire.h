@@ -44,7 +44,10 @@ enum dcl_wire {
       'x', /* rank, its status (4 bytes): exit code, 128+N for signal N */
 };
 
-#define DCL_BEATS_MISSED 5
+/* 20 s at the default beat: an oversubscribed host can leave the launcher's
+ * ssh without a core for seconds (24 busy ranks on 2 cores starved it 5.8 s
+ * here, and 5 missed beats stopped a healthy job). */
+#define DCL_BEATS_MISSED 20
 #define DCL_BEAT_MS_DEFAULT 1000
 
 #define DCL_WIRE_HEADER 5
