@@ -176,7 +176,7 @@ class _Completer:
     def __init__(self):
         self._q = queue.SimpleQueue()
         self._thread = None
-        self.completed = 0  # futures completed so far (tests read it)
+        self.completed = 0  # futures completed (or being completed) so far; tests read it
 
     def put(self, req, after, complete):
         if self._thread is None:
@@ -198,13 +198,13 @@ class _Completer:
             req, after, complete = item
             try:
                 req.wait_detached()
-                result = after()
+                result, error = after(), None
             except BaseException as e:  # noqa: BLE001  (it goes to the waiter)
-                complete(None, e)
-            else:
-                complete(result, None)
+                result, error = None, e
+            # Counted first: whoever the future wakes sees the count.
             self.completed += 1
-            del item, req, after, complete
+            complete(result, error)
+            del item, req, after, complete, result, error
 
 
 class _PyWork(dist.Work):

@@ -91,11 +91,14 @@ def test_async_returns_before_the_peers_join():
         assert issued < 0.25, issued
         assert not work.is_completed()
         names = []
-        work.get_future().then(lambda f: names.append(threading.current_thread().name))
+        seen = work.get_future().then(lambda f: names.append(threading.current_thread().name))
         torch.randn(256, 256) @ torch.randn(256, 256)  # overlaps the all_reduce
     work.wait()
     assert torch.equal(t, torch.full((N,), float(SIZE * (SIZE + 1) // 2)))
     if RANK == 0:
+        # The callback runs after its future completes, which is what
+        # wait() waited for: wait for the callback's own future too.
+        seen.wait()
         assert names == ["distcomm.torch completer"]
 
 
