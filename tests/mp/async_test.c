@@ -23,7 +23,9 @@
  *             then requests ahead of the one waited for, and ahead of a
  *             blocking call, run in order with the right results, and
  *             wait-then-free / free-later mixes reuse requests correctly.
- *   kill MIB  loops: 4 requests of MIB MiB in flight, then wait_all. Prints
+ *   kill MIB [SECONDS]  loops: 4 requests of MIB MiB in flight, then
+ *             wait_all (the group's timeout becomes SECONDS after the first
+ *             round, when given). Prints
  *             "rank R ready pid P" after the first round. When a peer dies:
  *             "rank R: ERR <STATUS> at <wall>: <detail>" for the first
  *             failed request, checks every request failed with that status
@@ -414,7 +416,7 @@ static int lazy(dc_group *g) {
   return fails ? 1 : 0;
 }
 
-static int kill_loop(dc_group *g, size_t mib) {
+static int kill_loop(dc_group *g, size_t mib, double after) {
   size_t n = mib * 1024 * 1024 / 4;
   float *buf[4];
   for (int i = 0; i < 4; i++) {
@@ -433,6 +435,10 @@ static int kill_loop(dc_group *g, size_t mib) {
     dc_status st = dc_wait_all(r, 4);
     if (st == DC_OK) {
       if (iter == 0) {
+        /* the first round may be slow (TSan, a loaded host): the short
+         * timeout a test asks for starts after it */
+        if (after > 0 && dc_group_set_timeout(g, after) != DC_OK)
+          return 5;
         printf("rank %d ready pid %d\n", rank, (int)getpid());
         fflush(stdout);
       }
@@ -485,7 +491,8 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "lazy"))
     return lazy(g);
   if (!strcmp(argv[1], "kill") && argc > 2)
-    return kill_loop(g, mp_parse_size("MIB", argv[2]));
+    return kill_loop(g, mp_parse_size("MIB", argv[2]),
+                     argc > 3 ? atof(argv[3]) : 0);
   fprintf(stderr, "async_test: unknown mode %s\n", argv[1]);
   return 2;
 }
