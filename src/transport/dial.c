@@ -222,8 +222,14 @@ static dc_status connect_and_accept(dc_mesh *t, const dc_mesh_plan *p,
                       : dc_mesh_accept_all(t, p, auth, deadline, err, errlen);
 }
 
-dc_status dc_mesh_connect(dc_mesh *t, const dc_mesh_plan *p, char *err,
-                          size_t errlen) {
+/* Connect a group's mesh (dial.c, accept.c, setup_shm.c): dial the ranks
+ * the plan says this rank dials, accept the others (refusing strangers),
+ * handshake and prove the job token on each connection, then give
+ * same-host peers shared-memory pipes and single copy (unless
+ * DISTCOMM_SHM=0; a pair that cannot map them keeps TCP). Fills t's
+ * connections. On failure err says why. */
+static dc_status mesh_connect(dc_mesh *t, const dc_mesh_plan *p, char *err,
+                              size_t errlen) {
   dc_auth auth; /* read for every group: split groups prove it too */
   err[0] = '\0';
   dc_status st = dc_auth_from_env(&auth, err, errlen);
@@ -244,7 +250,7 @@ dc_status dc_mesh_open(const dc_mesh_hooks *h, const dc_mesh_plan *p,
     snprintf(err, errlen, "out of memory");
     return DC_ERR_NOMEM;
   }
-  dc_status st = p->size > 1 ? dc_mesh_connect(t, p, err, errlen) : DC_OK;
+  dc_status st = p->size > 1 ? mesh_connect(t, p, err, errlen) : DC_OK;
   if (st != DC_OK) {
     *out = NULL;
     dc_mesh_free(t);

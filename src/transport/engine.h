@@ -60,7 +60,7 @@ typedef struct dc_mesh {
 } dc_mesh;
 
 /* Open a group's mesh: dc_mesh_new with the plan's rank, size and lanes,
- * then dc_mesh_connect (nothing to connect for one rank). *out is set
+ * then connect it (dial.c; nothing to connect for one rank). *out is set
  * before connecting, so that an owner whose hooks.fail poisons the mesh
  * (the group: ring_poison reads *out) reaches the peers already connected;
  * on failure the mesh is freed, *out is NULL and err says why (empty when
@@ -79,15 +79,6 @@ dc_status dc_mesh_fail(dc_mesh *t, dc_status st, const char *fmt, ...)
 void dc_mesh_log(dc_mesh *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 double dc_mesh_timeout(const dc_mesh *t);
-
-/* Connect a group's mesh (transport/dial.c, accept.c, setup_shm.c): dial
- * the ranks the plan says this rank dials, accept the others (refusing
- * strangers), handshake and prove the job token on each connection, then
- * give same-host peers shared-memory pipes and single copy (unless
- * DISTCOMM_SHM=0; a pair that cannot map them keeps TCP). Fills t's
- * connections. On failure err says why. */
-dc_status dc_mesh_connect(dc_mesh *t, const dc_mesh_plan *p, char *err,
-                          size_t errlen);
 
 /* Set-up fills the engine's connections through these, never through
  * the fields: the engine owns its conns, segments and tune. */
