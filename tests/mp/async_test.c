@@ -252,6 +252,16 @@ static int mixed(dc_group *g) {
   return fails ? 1 : 0;
 }
 
+/* After a failure st, a new request fails at once with st, and gives none. */
+static void new_request_fails(dc_group *g, dc_status st, const char *after) {
+  float x[11] = {0}, y[11];
+  dc_request *late = (dc_request *)1;
+  double t0 = mp_mono();
+  dc_status s3 = dc_iall_sum(g, x, y, 11, DC_FLOAT32, &late);
+  CHECK(s3 == st && late == NULL && mp_mono() - t0 < 1.0, "new request %s: %s",
+        after, dc_status_name(s3));
+}
+
 static int mismatch(dc_group *g) {
   float x[11] = {0}, y[11];
   dc_request *r[3];
@@ -272,11 +282,7 @@ static int mismatch(dc_group *g) {
           "request %d behind: %s (%s)", i, dc_status_name(s2),
           dc_request_error(r[i]));
   }
-  dc_request *late = (dc_request *)1;
-  double t0 = mp_mono();
-  dc_status s3 = dc_iall_sum(g, x, y, 11, DC_FLOAT32, &late);
-  CHECK(s3 == st && late == NULL && mp_mono() - t0 < 1.0,
-        "new request on a poisoned group: %s", dc_status_name(s3));
+  new_request_fails(g, st, "on a poisoned group");
   for (int i = 0; i < 3; i++)
     dc_request_free(r[i]);
   dc_group_free(g);
@@ -298,11 +304,7 @@ static int mismatch_blocking(dc_group *g) {
         dc_group_last_error(g));
   printf("rank %d: %s: %s (%.1f s)\n", rank, dc_status_name(st),
          dc_group_last_error(g), mp_mono() - t0);
-  dc_request *late = (dc_request *)1;
-  t0 = mp_mono();
-  dc_status s3 = dc_iall_sum(g, x, y, 11, DC_FLOAT32, &late);
-  CHECK(s3 == st && late == NULL && mp_mono() - t0 < 1.0,
-        "new request after the failed blocking call: %s", dc_status_name(s3));
+  new_request_fails(g, st, "after the failed blocking call");
   dc_group_free(g);
   printf("rank %d/%d: %ld checks passed, %ld failed\n", rank, size, pass,
          fails);
