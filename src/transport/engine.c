@@ -2,6 +2,7 @@
  * abort frames. How bytes move is each connection's link (link.h). */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,10 @@
 #define SPIN_SECONDS 50e-6
 #define BACKOFF_MIN_US 20   /* sleeping while a link without a file */
 #define BACKOFF_MAX_US 1000 /* descriptor is slow: never 100% CPU forever */
+/* Before such a sleep, give the core away (sched_yield) for this long
+ * since the last progress: a pipe's peer that waits for a core (more
+ * ranks than cores) runs at once, where a timed sleep wakes us late. */
+#define YIELD_SECONDS 1e-3
 
 dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
   dc_mesh *t = calloc(1, sizeof *t);
@@ -366,6 +371,18 @@ static dc_conn *wait_ready(dc_xstep *s, int n, double left, int *backoff_us) {
   return NULL;
 }
 
+/* Whether a transfer waits on a link whose data has no file descriptor:
+ * only a timed sleep or a yield sees its bytes come. */
+static int on_pipes(dc_xstep *s, int n) {
+  for (int i = 0; i < n; i++) {
+    int sleeper = 0;
+    s[i].conn->link->events(s[i].x->is_send, &sleeper);
+    if (sleeper)
+      return 1;
+  }
+  return 0;
+}
+
 static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
   int moved, left;
   dc_status st = pass(t, c, s, n, &moved, &left);
@@ -373,7 +390,7 @@ static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
     return st;
   double last = dc_now(), spin_until = last + (t->spin ? SPIN_SECONDS : 0);
   double asked = last;
-  int backoff = BACKOFF_MIN_US;
+  int backoff = BACKOFF_MIN_US, yields = on_pipes(s, n);
   dc_conn *spoke = NULL; /* a pipe link's control socket spoke: the peer may
                             have written its last bytes to the pipe and left */
   for (;;) {
@@ -394,6 +411,10 @@ static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
       return timed_out(t, c, s, n);
     if (now < spin_until)
       continue;
+    if (yields && now - last < YIELD_SECONDS) {
+      sched_yield();
+      continue;
+    }
     if ((st = crossed(t, c, s, n)) != DC_OK)
       return st;
     spoke = wait_ready(s, n, dc_mesh_timeout(t) - (now - last), &backoff);

@@ -141,7 +141,15 @@ void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
     char a[96], b[96];
     dc_frame_describe(got, a, sizeof a);
     dc_frame_describe(want, b, sizeof b);
-    if (got->opcode == DC_OPC_BROADCAST && got->aux != want->aux)
+    int only_len = got->opcode == want->opcode && got->redop == want->redop &&
+                   got->dtype == want->dtype && got->count == want->count &&
+                   got->seq == want->seq && got->aux == want->aux;
+    if (only_len) /* all_to_allv's blocks: its frames carry count 0 */
+      snprintf(out, n,
+               "in %s it sent a block of %llu bytes, this rank "
+               "expects %llu",
+               b, (unsigned long long)got->len, (unsigned long long)want->len);
+    else if (got->opcode == DC_OPC_BROADCAST && got->aux != want->aux)
       snprintf(out, n,
                "it sent broadcast from root %u, this rank expects root %u",
                (unsigned)got->aux, (unsigned)want->aux);

@@ -6,9 +6,10 @@
 # request behind it must fail alike, a new request must fail at once, and
 # the rank must free its group and exit 4. stop: rank 2 is SIGSTOPped
 # instead (the group timeout set to 2 s after the first round): the
-# survivors fail within 8 s (the timeout
-# and room for a loaded or sanitized run) with
-# ERR_TIMEOUT naming rank 2 (or a neighbour's relayed failure naming it).
+# survivors fail within 8 s (the timeout and room for a loaded or
+# sanitized run) with ERR_TIMEOUT naming rank 2, or a neighbour's relayed
+# failure naming it, or naming a survivor whose own failure names rank 2
+# (each rank of the ring only knows whom it waited for).
 set -u
 prog=$1
 mode=${2:-shm}
@@ -46,23 +47,38 @@ sleep 0.3
 kill_at=$(date +%s.%N)
 kill "$sig" "$pid"
 
+declare -a rcs lines lates
 for ((r = 0; r < n; r++)); do
   if [ $r -eq $victim ] && [ "$mode" = stop ]; then
     continue # still stopped: mp_cleanup kills it
   fi
   wait "${wrap[$r]}"
-  rc=$?
+  rcs[r]=$?
+  lines[r]=$(grep "rank $r: ERR " "$mp_tmp/out$r")
+  at=$(printf '%s\n' "${lines[r]}" | sed -n 's/.* at \([0-9.]*\): .*/\1/p')
+  lates[r]=$(awk -v a="${at:-0}" -v k="$kill_at" 'BEGIN { printf "%.3f", a - k }')
+done
+# The rank a failure names: the victim, or (stopped: the ring's ranks time
+# out at about the same moment, each naming the one it waited for) a
+# survivor whose own failure names the victim.
+names_victim() {
+  local line=$1 s
+  contains "$line" "$want" "rank $victim" && return 0
+  [ "$mode" = stop ] || return 1
+  s=$(printf '%s\n' "$line" | sed -n 's/.*waiting for rank \([0-9]*\) .*/\1/p')
+  [ -n "$s" ] && [ "$s" != "$victim" ] && contains "${lines[s]:-}" "$want" "rank $victim"
+}
+for ((r = 0; r < n; r++)); do
+  [ $r -eq $victim ] && [ "$mode" = stop ] && continue
+  rc=${rcs[r]} line=${lines[r]} late=${lates[r]}
   out=$(cat "$mp_tmp/out$r")
   if [ $r -eq $victim ]; then
     if [ $rc -eq 137 ]; then ok "rank $r was killed"; else fail "rank $r: exit $rc, want 137"; fi
     continue
   fi
-  line=$(grep "rank $r: ERR " "$mp_tmp/out$r")
-  at=$(printf '%s\n' "$line" | sed -n 's/.* at \([0-9.]*\): .*/\1/p')
-  late=$(awk -v a="${at:-0}" -v k="$kill_at" 'BEGIN { printf "%.3f", a - k }')
   if [ $rc -ne 4 ]; then
     fail "rank $r: exit $rc, want 4 (all failed alike, poisoned, freed): $out"
-  elif ! contains "$line" "$want" "rank $victim"; then
+  elif ! names_victim "$line"; then
     fail "rank $r: want $want naming rank $victim: $line"
   elif ! awk -v l="$late" -v s="$slack" 'BEGIN { exit !(l < s) }'; then
     fail "rank $r: failed $late s after the kill: $line"

@@ -24,7 +24,7 @@
 #include "transport/frame.h"
 #include "transport/shm.h"
 
-#define PIECE (4u << 20) /* read per call: progress the sender sees */
+#define PIECE (256u << 10) /* read per call: progress the sender sees */
 #define SPIN_SECONDS 50e-6
 #define BACKOFF_MIN_US 20
 #define BACKOFF_MAX_US 1000
