@@ -19,18 +19,6 @@ static int pull(const dc_comm *c) { return c->pull && !ring_only(c); }
 
 typedef dc_status (*algo_fn)(dc_comm *c, const void *send, void *recv);
 
-/* Whether the tuner measures this op: all_gather only copies, and single
- * copy moves each byte once where the pipes move it twice (into the pipe,
- * out of it, on both ranks' cores at once). Measured on a busy 2-core VM
- * (bench/shm-tuning.md), single copy won every all_gather size it serves,
- * while the tuner's best-of-few timings, as noisy as that host, kept
- * choosing the pipes half of the time. Reductions stay measured: there the
- * pipes reduce as bytes land and single copy lost on one VM. */
-static int measured(const dc_comm *c, dc_tune_kind kind) {
-  return c->tune &&
-         !(kind == DC_TUNE_ALL_GATHER && c->tune->mode == DC_TUNE_AUTO);
-}
-
 /* Single copy or the ring through the pipes, as the group's tuner votes
  * (every rank must agree: pull's first round carries the vote). pull
  * answers NOT_SUPPORTED, on every rank alike, when a rank voted against
@@ -39,7 +27,7 @@ static dc_status pull_or(dc_comm *c, dc_tune_kind kind, algo_fn by_pull,
                          algo_fn other, const void *send, void *recv) {
   if (!pull(c))
     return other(c, send, recv);
-  int tuned = measured(c, kind);
+  int tuned = c->tune != NULL; /* NULL: DISTCOMM_CMA chose (tune.h) */
   double t0 = tuned ? dc_now() : 0;
   if (tuned && !dc_tune_vote(c->tune, kind, c->total_bytes))
     c->pull_ok = 0;

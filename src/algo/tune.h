@@ -15,8 +15,10 @@
  * with more than 2 ranks they may sum in a different order, so a forced
  * choice (DISTCOMM_CMA=0 or 1) is what gives the same bits call after call.
  *
- * all_gather is not measured (algo/select.c): it only copies, and single
- * copy moves each byte once where the pipes move it twice.
+ * all_gather and point to point are measured too: single copy moves each
+ * byte once where the pipes move it twice, yet on a quiet VM with slow
+ * page pinning the pipes won 1.1-2.5x from 16 MiB (bench/shm-tuning.md),
+ * while on a loaded one single copy won by as much.
  *
  * One tuner per group, used by the thread that runs the group's ops. */
 #ifndef DC_ALGO_TUNE_H
@@ -28,6 +30,7 @@ typedef enum dc_tune_kind {
   DC_TUNE_ALL_REDUCE,
   DC_TUNE_ALL_GATHER,
   DC_TUNE_REDUCE_SCATTER,
+  DC_TUNE_P2P, /* a send too large for a pipe: the sender's vote alone */
   DC_TUNE_KINDS
 } dc_tune_kind;
 

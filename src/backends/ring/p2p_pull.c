@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "algo/algo.h"
+#include "algo/tune.h"
 #include "backends/ring/ring.h"
 #include "transport/frame.h"
 #include "transport/shm.h"
@@ -100,7 +101,9 @@ static dc_status wait_pulled(dc_mesh *t, dc_comm *c, dc_conn *k,
 dc_status ring_p2p_send_pulled(dc_mesh *t, dc_comm *c, const void *buf,
                                size_t bytes, int peer, int *pulled) {
   dc_conn *k = &t->conns[peer * t->lanes];
-  int pull = c->pull_ok && k->tx != NULL;
+  /* the receiver takes what we offer: our vote alone decides */
+  int pull = c->pull_ok && k->tx != NULL &&
+             (!c->tune || dc_tune_vote(c->tune, DC_TUNE_P2P, bytes));
   offer o = {(uint64_t)pull, (uint64_t)(uintptr_t)buf};
   /* before the offer: the peer adds to it once it has the offer */
   uint64_t before =

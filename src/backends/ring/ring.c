@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "algo/tune.h"
 #include "backends/ring/ring.h"
 #include "transport/frame.h"
 
@@ -156,6 +157,15 @@ static dc_status ring_reduce_to(dc_group *g, const void *send, void *recv,
   return done(g, st);
 }
 
+/* A send that could go by single copy tells the tuner what its path took
+ * (the vote was ring_p2p_send_pulled's). */
+static dc_status tuned(dc_comm *c, int measured, int pulled, double t0,
+                       dc_status st) {
+  if (st == DC_OK && measured && c->tune)
+    dc_tune_record(c->tune, DC_TUNE_P2P, c->total_bytes, pulled, dc_now() - t0);
+  return st;
+}
+
 /* Point to point: the message is cut across the lanes; frames carry a
  * counter per pair so a send that meets no matching recv is caught. */
 static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
@@ -178,13 +188,14 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
   int lanes = count * es >= ((size_t)1 << 20) ? t->lanes : 1;
   lanes = lanes < P2P_MAX_LANES ? lanes : P2P_MAX_LANES;
   size_t piece = (count + (size_t)lanes - 1) / (size_t)lanes * es;
-  if (ring_p2p_single_copy(&c, piece)) {
-    int pulled = 0;
+  double t0 = dc_now();
+  int single = ring_p2p_single_copy(&c, piece), pulled = 0;
+  if (single) {
     dc_status st =
         is_send ? ring_p2p_send_pulled(t, &c, buf, count * es, peer, &pulled)
                 : ring_p2p_recv_pulled(t, &c, buf, count * es, peer, &pulled);
     if (st != DC_OK || pulled)
-      return done(g, st);
+      return done(g, tuned(&c, single && is_send, pulled, t0, st));
   }
   dc_xfer x[P2P_MAX_LANES];
   for (int l = 0; l < lanes; l++) {
@@ -193,7 +204,7 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
     x[l] = is_send ? dc_xsend(peer, l, (char *)buf + a * es, (b - a) * es)
                    : dc_xrecv(peer, l, (char *)buf + a * es, (b - a) * es);
   }
-  return done(g, c.run(&c, x, lanes));
+  return done(g, tuned(&c, single && is_send, 0, t0, c.run(&c, x, lanes)));
 }
 
 static dc_status ring_send(dc_group *g, const void *buf, size_t count,
