@@ -25,9 +25,10 @@
 #define SPIN_SECONDS 50e-6
 #define BACKOFF_MIN_US 20   /* sleeping while a link without a file */
 #define BACKOFF_MAX_US 1000 /* descriptor is slow: never 100% CPU forever */
-/* Before such a sleep, give the core away (sched_yield) for this long
- * since the last progress: a pipe's peer that waits for a core (more
- * ranks than cores) runs at once, where a timed sleep wakes us late. */
+/* With more ranks than cores (no spinning), give the core away
+ * (sched_yield) for this long since the last progress before such a
+ * sleep: a pipe's peer that waits for a core runs at once, where a timed
+ * sleep would wake us a tick late. */
 #define YIELD_SECONDS 1e-3
 
 dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
@@ -390,7 +391,7 @@ static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
     return st;
   double last = dc_now(), spin_until = last + (t->spin ? SPIN_SECONDS : 0);
   double asked = last;
-  int backoff = BACKOFF_MIN_US, yields = on_pipes(s, n);
+  int backoff = BACKOFF_MIN_US, yields = !t->spin && on_pipes(s, n);
   dc_conn *spoke = NULL; /* a pipe link's control socket spoke: the peer may
                             have written its last bytes to the pipe and left */
   for (;;) {
