@@ -1,6 +1,7 @@
 /* fault_probe: one rank's side of the fault tests; the scripts read its lines.
  *
- *   fault_probe OP [--mib M] [--iters N] [--check] [--linger S] [--tag T]
+ *   fault_probe OP [--mib M] [--iters N] [--check] [--linger S]
+ *               [--timeout S] [--tag T]
  *     OP is all_sum (M MiB of float32, default 64), sendrecv (M MiB passed
  *     round the ring: rank 0 sends then receives, the others receive then
  *     send) or barrier. Runs OP N times (default: until something fails).
@@ -14,6 +15,8 @@
  *     status at once, < 100 ms, and the detail is kept) and the time
  *     dc_group_free took; exit 4, or 5 when a sticky check failed. Sleeps S
  *     seconds before exiting, so that a launcher names the first failure.
+ *     --timeout sets the group's timeout once set up (DISTCOMM_TIMEOUT
+ *     bounds set-up too, which under valgrind on a busy host may be slow).
  *     --tag is ignored: a unique word in argv lets a script find the job's
  *     processes. */
 #define _POSIX_C_SOURCE 200809L
@@ -31,6 +34,7 @@ typedef struct opts {
   size_t iters;
   int check;
   double linger;
+  double timeout; /* > 0: the group's timeout once set up */
 } opts;
 
 typedef struct run {
@@ -173,6 +177,8 @@ static int parse(int argc, char **argv, opts *o) {
       o->iters = mp_parse_size("ITERS", argv[++i]);
     else if (strcmp(argv[i], "--linger") == 0)
       o->linger = atof(argv[++i]);
+    else if (strcmp(argv[i], "--timeout") == 0)
+      o->timeout = atof(argv[++i]);
     else if (strcmp(argv[i], "--tag") == 0)
       i++;
     else
@@ -210,10 +216,16 @@ int main(int argc, char **argv) {
   opts o;
   if (parse(argc, argv, &o) != 0) {
     fprintf(stderr, "usage: fault_probe all_sum|sendrecv|barrier [--mib M] "
-                    "[--iters N] [--check] [--linger S] [--tag T]\n");
+                    "[--iters N] [--check] [--linger S] [--timeout S] "
+                    "[--tag T]\n");
     return 2;
   }
   run r = {.g = mp_init_or_die("fault_probe"), .o = &o};
+  if (o.timeout > 0 && dc_group_set_timeout(r.g, o.timeout) != DC_OK) {
+    fprintf(stderr, "fault_probe: dc_group_set_timeout(%g) failed\n",
+            o.timeout);
+    return 2;
+  }
   r.rank = dc_group_rank(r.g);
   r.size = dc_group_size(r.g);
   r.buf = mp_alloc(o.count * sizeof(float) + 64 * sizeof(float));
