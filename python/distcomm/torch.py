@@ -171,18 +171,28 @@ class _Completer:
     step (a copy back, AVG's division) and completes its torch future
     (complete(result, error), from _work_of).
     torch's Work.wait() and DDP's reducer wait on that future. Every wait is
-    bounded: a request completes or fails within the group's timeout."""
+    bounded: a request completes or fails within the group's timeout.
+
+    Not a daemon: at exit, before the interpreter finalizes, it is told to
+    stop (_stop_completers) and joined, after what it has been given. A
+    daemon thread that is still completing a future as the interpreter
+    finalizes is ended with pthread_exit inside torch's C++ callbacks (a
+    DDP hook's .then() chain, whose last future wakes the waiter before the
+    chain's first callback is dropped), whose noexcept destructors stop the
+    unwind: the process aborted with "terminate called after throwing"
+    (issue 17)."""
 
     def __init__(self):
         self._q = queue.SimpleQueue()
         self._thread = None
         self.completed = 0  # futures completed (or being completed) so far; tests read it
+        _completers.add(self)
 
     def put(self, req, after, complete):
         if self._thread is None:
             self._thread = threading.Thread(target=self._run,
                                             name="distcomm.torch completer",
-                                            daemon=True)
+                                            daemon=not _STOPPED_BEFORE_JOIN)
             self._thread.start()
         self._q.put((req, after, complete))
 
@@ -205,6 +215,24 @@ class _Completer:
             self.completed += 1
             complete(result, error)
             del item, req, after, complete, result, error
+
+
+_completers = weakref.WeakSet()
+
+
+def _stop_completers():
+    """At exit, before the threads are joined: each completer ends after
+    the requests it has (each bounded by its group's timeout)."""
+    for completer in list(_completers):
+        completer.stop()
+
+
+# threading's own exit hook (CPython >= 3.9) runs before it joins the
+# threads that are not daemons; atexit's would run after that join, which
+# would wait forever: without the hook the completers stay daemons.
+_STOPPED_BEFORE_JOIN = hasattr(threading, "_register_atexit")
+if _STOPPED_BEFORE_JOIN:
+    threading._register_atexit(_stop_completers)
 
 
 class _PyWork(dist.Work):
