@@ -35,7 +35,7 @@ typedef struct opts {
   size_t iters;
   int check;
   double linger;
-  double timeout; /* > 0: the group's timeout once set up */
+  double timeout; /* > 0: the group's timeout after the first OP */
 } opts;
 
 typedef struct run {

@@ -7,9 +7,9 @@
 #   KILL: every survivor returns ERR_PEER_LOST naming the victim within 2 s
 #         of the kill; the launcher exits non-zero with a line naming the
 #         rank and signal 9.
-#   STOP: with a 3 s timeout (after the first op), every survivor returns ERR_TIMEOUT within
-#         10 s of the stop, naming the peer it was waiting for; at least one
-#         names the stopped rank; a rank whose own timeout fired had waited
+#   STOP: with a 3 s timeout (from the first op on), every survivor returns
+#         ERR_TIMEOUT within 10 s of the stop, naming the peer it was
+#         waiting for; at least one names the stopped rank; a rank whose own timeout fired had waited
 #         2.5 s or more in that op (the clock runs from the last progress,
 #         which may come before the stop: no lower bound from the stop). (A timeout cannot tell a
 #         stuck peer from one waiting on a stuck peer: in the send/recv

@@ -158,10 +158,9 @@ static dc_status ring_reduce_to(dc_group *g, const void *send, void *recv,
 }
 
 /* A send that could go by single copy tells the tuner what its path took
- * (the vote was ring_p2p_send_pulled's). */
-static dc_status tuned(dc_comm *c, int measured, int pulled, double t0,
-                       dc_status st) {
-  if (st == DC_OK && measured && c->tune)
+ * (the vote was ring_p2p_send_pulled's); t0 < 0: not measured. */
+static dc_status tuned(dc_comm *c, double t0, int pulled, dc_status st) {
+  if (st == DC_OK && t0 >= 0)
     dc_tune_record(c->tune, DC_TUNE_P2P, c->total_bytes, pulled, dc_now() - t0);
   return st;
 }
@@ -188,14 +187,14 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
   int lanes = count * es >= ((size_t)1 << 20) ? t->lanes : 1;
   lanes = lanes < P2P_MAX_LANES ? lanes : P2P_MAX_LANES;
   size_t piece = (count + (size_t)lanes - 1) / (size_t)lanes * es;
-  double t0 = dc_now();
   int single = ring_p2p_single_copy(&c, piece), pulled = 0;
+  double t0 = single && is_send && c.tune ? dc_now() : -1.0;
   if (single) {
     dc_status st =
         is_send ? ring_p2p_send_pulled(t, &c, buf, count * es, peer, &pulled)
                 : ring_p2p_recv_pulled(t, &c, buf, count * es, peer, &pulled);
     if (st != DC_OK || pulled)
-      return done(g, tuned(&c, single && is_send, pulled, t0, st));
+      return done(g, tuned(&c, t0, pulled, st));
   }
   dc_xfer x[P2P_MAX_LANES];
   for (int l = 0; l < lanes; l++) {
@@ -204,7 +203,7 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
     x[l] = is_send ? dc_xsend(peer, l, (char *)buf + a * es, (b - a) * es)
                    : dc_xrecv(peer, l, (char *)buf + a * es, (b - a) * es);
   }
-  return done(g, tuned(&c, single && is_send, 0, t0, c.run(&c, x, lanes)));
+  return done(g, tuned(&c, t0, 0, c.run(&c, x, lanes)));
 }
 
 static dc_status ring_send(dc_group *g, const void *buf, size_t count,
