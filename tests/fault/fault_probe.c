@@ -15,8 +15,8 @@
  *     status at once, < 100 ms, and the detail is kept) and the time
  *     dc_group_free took; exit 4, or 5 when a sticky check failed. Sleeps S
  *     seconds before exiting, so that a launcher names the first failure.
- *     --timeout sets the group's timeout after the first OP (DISTCOMM_TIMEOUT
- *     bounds set-up and that first OP too, which under valgrind or TSan on
+ *     --timeout sets the group's timeout after the first OP and a barrier
+ *     (DISTCOMM_TIMEOUT bounds set-up and that first OP too, which under valgrind or TSan on
  *     a busy host took longer than 3 s).
  *     --tag is ignored: a unique word in argv lets a script find the job's
  *     processes. */
@@ -201,10 +201,15 @@ static int loop(run *r) {
       return failed(r, st, it, t0);
     if (wrong)
       return wrong;
+    /* every rank past the first op before the short timeout starts: in a
+     * send/recv chain a rank's first op can wait on a slow start two ranks
+     * away (TSan, 4 ranks on 2 cores), while its neighbour is already on
+     * the next op with 3 s to live */
     if (it == 0 && r->o->timeout > 0 &&
-        dc_group_set_timeout(r->g, r->o->timeout) != DC_OK) {
-      fprintf(stderr, "fault_probe: dc_group_set_timeout(%g) failed\n",
-              r->o->timeout);
+        ((st = dc_barrier(r->g)) != DC_OK ||
+         dc_group_set_timeout(r->g, r->o->timeout) != DC_OK)) {
+      fprintf(stderr, "fault_probe: barrier or set_timeout(%g) failed: %s\n",
+              r->o->timeout, dc_strerror(st));
       return 2;
     }
     if (it == 0) {

@@ -7,7 +7,7 @@
 #   KILL: every survivor returns ERR_PEER_LOST naming the victim within 2 s
 #         of the kill; the launcher exits non-zero with a line naming the
 #         rank and signal 9.
-#   STOP: with a 3 s timeout (from the first op on), every survivor returns
+#   STOP: with a 3 s timeout (once all ranks are past the first op), every survivor returns
 #         ERR_TIMEOUT within 10 s of the stop, naming the peer it was
 #         waiting for; at least one names the stopped rank; a rank whose own timeout fired had waited
 #         2.5 s or more in that op (the clock runs from the last progress,
@@ -81,8 +81,9 @@ run_case() {
   local out="$mp_tmp/out.$tag" shm=1 tmo=30 lp pid job since rc r
   [ "$mode" = tcp ] && shm=0
   [ "$sig" = STOP ] && tmo=3
-  # the timeout from the first op on (under TSan on a busy host the first
-  # 4-rank sendrecv once took over 3 s before anything was stopped)
+  # the timeout once every rank is past the first op (under TSan on a busy
+  # host a 4-rank sendrecv's first op took over 3 s, and a neighbour already
+  # on the second timed out before anything was stopped)
   DISTCOMM_SHM=$shm timeout -k 5 60 "$launcher" -n "$n" -- \
     "$probe" "$op" --mib "$mib" --linger 0.5 --timeout "$tmo" --tag "$tag" >"$out" 2>&1 &
   lp=$!
