@@ -52,9 +52,14 @@ def timed(fn, iters):
 
 
 def all_reduce_table(gloo, rounds, max_bytes, rank):
-    size = 8
-    rows = []
+    sizes, size = [], 8
     while size <= max_bytes:
+        sizes.append(size)
+        size *= 8 if size < 1 << 18 else 4  # 8 B, 64 B, ... 256 KiB, 1, 4, 16 MiB
+    if sizes[-1] < max_bytes:  # --max-mib itself, e.g. 128 MiB after 64
+        sizes.append(max_bytes)
+    rows = []
+    for size in sizes:
         t = torch.ones(size // 4)
         iters = max(5, min(2000, int(2e8 // (size * 8 + 2e5))))
         ours, inline, theirs = [], [], []
@@ -64,7 +69,6 @@ def all_reduce_table(gloo, rounds, max_bytes, rank):
             theirs.append(timed(lambda: dist.all_reduce(t, group=gloo), iters))
         rows.append((size, statistics.median(ours), statistics.median(inline),
                      statistics.median(theirs)))
-        size *= 8 if size < 1 << 18 else 4  # 8 B, 64 B, ... 256 KiB, 1, 4, 16 MiB
     if rank == 0:
         print("all_reduce float32 sum")
         print(f"async: async_op=True then wait() (inline_bytes "
