@@ -16,8 +16,8 @@
  *     dc_group_free took; exit 4, or 5 when a sticky check failed. Sleeps S
  *     seconds before exiting, so that a launcher names the first failure.
  *     --timeout sets the group's timeout after the first OP and a barrier
- *     (DISTCOMM_TIMEOUT bounds set-up and that first OP too, which under valgrind or TSan on
- *     a busy host took longer than 3 s).
+ *     (DISTCOMM_TIMEOUT bounds set-up and that first OP too, which under
+ *     valgrind or TSan on a busy host took longer than 3 s).
  *     --tag is ignored: a unique word in argv lets a script find the job's
  *     processes. */
 #define _POSIX_C_SOURCE 200809L
