@@ -253,9 +253,12 @@ static void slower(dc_async *a) {
       a->look_us * 2 > LAZY_POLL_MAX_US ? LAZY_POLL_MAX_US : a->look_us * 2;
 }
 
-/* Into lazy mode (a->mu held): the caller waits at once, so waking the
- * thread at each issue buys nothing. */
-static void go_lazy(dc_async *a) {
+/* A dc_wait ran its own request, unstarted at the head (a->mu held):
+ * after LAZY_AFTER in a row the group goes lazy, as waking the thread at
+ * each issue bought nothing. */
+static void waited_at_once(dc_async *a) {
+  if (a->lazy || ++a->quick < LAZY_AFTER)
+    return;
   a->lazy = 1;
   a->seen = 0;
   a->look_us = LAZY_POLL_US;
@@ -548,8 +551,7 @@ dc_status dc_wait(dc_request *r) {
   if (!r->done && a->head == r && !a->busy && !r->next && !in_worker) {
     /* the fast path: r alone in the queue and not started. Run it here
      * and finish it without the lock (settle() pops it later). */
-    if (!a->lazy && ++a->quick >= LAZY_AFTER)
-      go_lazy(a); /* waited at once: waking the thread bought nothing */
+    waited_at_once(a);
     a->busy = FAST;
     a->deferred = r;
     unlock(a);
@@ -566,9 +568,7 @@ dc_status dc_wait(dc_request *r) {
     int first = a->head == r && !a->busy;
     int here = complete_locked(a, r);
     if (first && here) {
-      /* waited at once: waking the thread for it bought nothing */
-      if (!a->lazy && ++a->quick >= LAZY_AFTER)
-        go_lazy(a);
+      waited_at_once(a);
     } else if (!here) {
       eager(a);
     }

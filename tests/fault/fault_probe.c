@@ -207,7 +207,7 @@ static int loop(run *r) {
      * the next op with 3 s to live */
     if (it == 0 && r->o->timeout > 0 &&
         ((st = dc_barrier(r->g)) != DC_OK ||
-         dc_group_set_timeout(r->g, r->o->timeout) != DC_OK)) {
+         (st = dc_group_set_timeout(r->g, r->o->timeout)) != DC_OK)) {
       fprintf(stderr, "fault_probe: barrier or set_timeout(%g) failed: %s\n",
               r->o->timeout, dc_strerror(st));
       return 2;

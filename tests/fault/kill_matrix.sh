@@ -7,14 +7,15 @@
 #   KILL: every survivor returns ERR_PEER_LOST naming the victim within 2 s
 #         of the kill; the launcher exits non-zero with a line naming the
 #         rank and signal 9.
-#   STOP: with a 3 s timeout (once all ranks are past the first op), every survivor returns
-#         ERR_TIMEOUT within 10 s of the stop, naming the peer it was
-#         waiting for; at least one names the stopped rank; a rank whose own timeout fired had waited
-#         2.5 s or more in that op (the clock runs from the last progress,
-#         which may come before the stop: no lower bound from the stop). (A timeout cannot tell a
-#         stuck peer from one waiting on a stuck peer: in the send/recv
-#         chain 0->1->2->3, stopping 1 mid-send can make 3 time out first,
-#         waiting for 2, before 2 does, waiting for 1.)
+#   STOP: with a 3 s timeout (once all ranks are past the first op),
+#         every survivor returns ERR_TIMEOUT within 10 s of the stop,
+#         naming the peer it was waiting for; at least one names the
+#         stopped rank; a rank whose own timeout fired had waited 2.5 s or
+#         more in that op (the clock runs from the last progress, which may
+#         come before the stop: no lower bound from the stop). (A timeout
+#         cannot tell a stuck peer from one waiting on a stuck peer: in the
+#         send/recv chain 0->1->2->3, stopping 1 mid-send can make 3 time
+#         out first, waiting for 2, before 2 does, waiting for 1.)
 # Both: each survivor's later calls return the same error at once and
 # dc_group_free returns (fault_probe's sticky lines); no process of the job
 # outlives the launcher (found by a unique --tag in argv); nothing of the job
