@@ -53,6 +53,10 @@ struct dc_comm {
   /* Every pair has links of its own (the mesh backend over TCP): large
    * all_reduces go straight to each block's owner (algo/mesh.c). */
   int full_mesh;
+  /* Small all_reduce and barrier exchange with every rank at once up to
+   * this many ranks (and 64 KiB sent per rank); beyond, log2 rounds
+   * (algo/doubling.c). */
+  int direct_ranks;
   /* Run a batch to completion. */
   dc_status (*run)(dc_comm *c, dc_xfer *x, int n);
   /* Single copy, offered when every rank is on this host (the same on
@@ -67,6 +71,10 @@ struct dc_comm {
   struct dc_tune *tune;
   void *ctx;
 };
+
+/* aux of recursive doubling's frames: a rank that runs direct exchange
+ * (another DISTCOMM_DIRECT_RANKS) fails with a mismatch, not a wrong sum. */
+#define DC_AUX_DOUBLING 1u
 
 /* Sizes above which the bandwidth-optimal ring beats direct exchange. */
 #define DC_DIRECT_MAX_BYTES (64u * 1024u)
@@ -111,6 +119,13 @@ dc_status dc_mesh_all_reduce(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_all_gather(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_reduce_scatter(dc_comm *c, const void *send, void *recv);
 dc_status dc_direct_barrier(dc_comm *c);
+/* Recursive doubling (algo/doubling.c), for groups larger than
+ * direct_ranks: log2(size) rounds of one exchange each, so O(size log size)
+ * messages per op instead of direct exchange's O(size^2). Every rank ends
+ * with the same bits (partners reduce the same two operands). */
+dc_status dc_doubling_all_reduce(dc_comm *c, const void *send, void *recv);
+/* Dissemination: round k sends to rank + 2^k, hears from rank - 2^k. */
+dc_status dc_doubling_barrier(dc_comm *c);
 /* One batch with every peer: send mine (len bytes) to each, receive peer
  * q's into theirs + q * len (this rank's slot is left as it is). */
 dc_status dc_direct_round(dc_comm *c, const void *mine, void *theirs,

@@ -17,6 +17,16 @@ static int ring_only(const dc_comm *c) {
 /* Single copy between same-host processes (c->pull) above direct's sizes. */
 static int pull(const dc_comm *c) { return c->pull && !ring_only(c); }
 
+/* Direct exchange sends size - 1 copies of the buffer in one round;
+ * recursive doubling sends log2(size) in as many rounds. On 2 cores with
+ * 8 to 32 ranks direct won up to ~64 KiB of copies per rank, doubling
+ * beyond (2-3x at 64 KiB) and at 256 ranks (bench/many-ranks.md). */
+#define DIRECT_EXCHANGE_BYTES (64u * 1024u)
+static int direct_wins(const dc_comm *c, size_t bytes) {
+  return c->size <= c->direct_ranks &&
+         (size_t)(c->size - 1) * bytes <= DIRECT_EXCHANGE_BYTES;
+}
+
 typedef dc_status (*algo_fn)(dc_comm *c, const void *send, void *recv);
 
 /* Single copy or the ring through the pipes, as the group's tuner votes
@@ -44,7 +54,9 @@ dc_status dc_algo_all_reduce(dc_comm *c, const void *send, void *recv) {
   if (ring_only(c))
     return dc_ring_all_reduce(c, send, recv);
   if (c->total_bytes <= DC_DIRECT_MAX_BYTES || c->count < (size_t)c->size)
-    return dc_direct_all_reduce(c, send, recv);
+    return direct_wins(c, c->total_bytes)
+               ? dc_direct_all_reduce(c, send, recv)
+               : dc_doubling_all_reduce(c, send, recv);
   if (c->full_mesh && !pull(c))
     return dc_mesh_all_reduce(c, send, recv);
   return pull_or(c, DC_TUNE_ALL_REDUCE, dc_pull_all_reduce, dc_ring_all_reduce,
@@ -72,6 +84,12 @@ dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv) {
                  dc_ring_reduce_scatter, send, recv);
 }
 
+static dc_status barrier(dc_comm *c) {
+  if (ring_only(c))
+    return dc_ring_barrier(c);
+  return direct_wins(c, 0) ? dc_direct_barrier(c) : dc_doubling_barrier(c);
+}
+
 /* The root sends to every rank directly (one batch). Then every rank
  * exchanges an empty frame carrying the broadcast's root with every other
  * rank, so ranks that disagree on the root fail here, on every rank, rather
@@ -79,7 +97,7 @@ dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv) {
 dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root) {
   if (ring_only(c)) {
     dc_status st = dc_ring_broadcast(c, buf, root);
-    return st == DC_OK ? dc_algo_barrier(c) : st;
+    return st == DC_OK ? dc_ring_barrier(c) : st;
   }
   dc_xfer local[64];
   int n = c->rank == root ? c->size - 1 : 1;
@@ -94,9 +112,11 @@ dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root) {
   dc_status st = c->run(c, x, k);
   if (x != local)
     free(x);
-  return st == DC_OK ? dc_algo_barrier(c) : st;
+  return st == DC_OK ? barrier(c) : st;
 }
 
 dc_status dc_algo_barrier(dc_comm *c) {
-  return ring_only(c) ? dc_ring_barrier(c) : dc_direct_barrier(c);
+  if (!ring_only(c) && !direct_wins(c, 0))
+    c->aux = DC_AUX_DOUBLING; /* not in broadcast: there aux is the root */
+  return barrier(c);
 }

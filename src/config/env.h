@@ -62,6 +62,10 @@
     4611686018427387904LL,                                                     \
     "DISTCOMM_HIER=auto: the smallest all_reduce (bytes) that goes "           \
     "hierarchical")                                                            \
+  X(DIRECT_RANKS, "DISTCOMM_DIRECT_RANKS", COUNT, "32", 1, 1073741824,         \
+    "small all_reduce and barrier: groups of up to this many ranks exchange "  \
+    "with every rank at once (when that sends at most 64 KiB per rank); "      \
+    "larger ones take log2 rounds of one exchange (recursive doubling)")       \
   X(MPI_LIBNAME, "MLX_MPI_LIBNAME", TEXT,                                      \
     "libmpi.so.40, libmpich.so.12, libmpi.so.12", 0, 0,                        \
     "the MPI library to load (the MPI backend)")                               \

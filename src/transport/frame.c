@@ -153,6 +153,12 @@ void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
       snprintf(out, n,
                "it sent broadcast from root %u, this rank expects root %u",
                (unsigned)got->aux, (unsigned)want->aux);
+    else if (got->aux != want->aux && got->opcode == want->opcode &&
+             got->count == want->count && got->seq == want->seq)
+      snprintf(out, n,
+               "in %s it runs another algorithm (aux %u, this rank %u): "
+               "is DISTCOMM_DIRECT_RANKS the same on every rank?",
+               b, (unsigned)got->aux, (unsigned)want->aux);
     else
       snprintf(out, n, "it sent %s, this rank expects %s", a, b);
   }

@@ -19,6 +19,7 @@ words() {
     op) echo "disagrees all_max all_sum" ;;
     root) echo "disagrees root+0 root+1" ;;
     coll) echo "disagrees all_gather all_sum" ;;
+    algo) echo "disagrees another+algorithm DISTCOMM_DIRECT_RANKS" ;;
     p2p) echo "disagrees of+$2+ of+$(($2 + 1))+" ;;
   esac
 }
@@ -62,6 +63,18 @@ for kind in count dtype op root coll; do
   # root with rank 0 differing on 2 ranks: nobody is the root (below)
   check 2 $kind 1000 $([ $kind = root ] && echo 1 || echo 0)
 done
+
+# Groups larger than DISTCOMM_DIRECT_RANKS sum small buffers by recursive
+# doubling (algo/doubling.c), where a rank hears from log2(n) partners, not
+# from every rank: 5 ranks (4 and one that hands its operand over), the
+# odd one the handing rank or one in the middle; and a rank that took the
+# other algorithm (its own DISTCOMM_DIRECT_RANKS).
+for kind in count dtype op coll; do
+  DISTCOMM_DIRECT_RANKS=1 check 5 $kind 1 4
+  DISTCOMM_DIRECT_RANKS=1 check 5 $kind 1000 2
+done
+check 4 algo 10 3
+check 4 algo 10 0
 
 # Send against recv of one more element: messages that no pipe holds whole
 # go by single copy where it works (the receiver reads the sender's buffer,

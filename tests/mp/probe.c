@@ -180,6 +180,8 @@ static dc_status disagree(dc_group *g, const char *kind, float *buf,
     return dc_group_rank(g) == 0
                ? dc_send(g, buf, count + (size_t)odd, DC_FLOAT32, 1)
                : dc_recv(g, buf, count + (size_t)odd, DC_FLOAT32, 0);
+  if (strcmp(kind, "algo") == 0) /* the odd rank set DISTCOMM_DIRECT_RANKS */
+    return dc_all_sum(g, buf, buf, count, DC_FLOAT32);
   if (odd) /* coll: a gather against everybody else's all_sum */
     return dc_all_gather(g, buf, buf + count, count / 2, DC_FLOAT32);
   return dc_all_sum(g, buf, buf, count, DC_FLOAT32);
@@ -210,6 +212,12 @@ static int cmd_mismatch(int argc, char **argv) {
   if (argc < 2)
     return 2;
   size_t count = mp_parse_size("COUNT", argv[1]);
+  /* algo: rank ODD (MLX_RANK, before init) takes recursive doubling for
+   * small all_sums where the others exchange with every rank directly */
+  const char *me = getenv("MLX_RANK");
+  if (strcmp(argv[0], "algo") == 0 && argc > 2 && me &&
+      strcmp(me, argv[2]) == 0)
+    setenv("DISTCOMM_DIRECT_RANKS", "1", 1);
   dc_group *g = mp_init_or_die("probe");
   int rank = dc_group_rank(g), size = dc_group_size(g);
   odd_rank = argc > 2 ? (int)mp_parse_size("ODD", argv[2]) : size - 1;

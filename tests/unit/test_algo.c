@@ -428,6 +428,7 @@ typedef struct tcase {
   dc_dtype dtype;
   dc_op op;
   int place, root, pull, neighbours;
+  int direct_ranks; /* dc_comm.direct_ranks; 0: the library's default */
 } tcase;
 
 typedef struct plan {
@@ -716,6 +717,7 @@ static void begin(dc_comm *c, rank_state *me, const tcase *t, int id) {
   c->seq = (uint32_t)id;
   c->total_bytes = t->count * dc_dtype_size(t->dtype);
   c->neighbours_only = t->neighbours;
+  c->direct_ranks = t->direct_ranks ? t->direct_ranks : 32; /* the default */
   c->run = fake_run;
   c->ctx = me;
   if (t->pull != NO_PULL) {
@@ -1250,6 +1252,25 @@ static void test_pull(void **state) {
   }
 }
 
+/* Recursive doubling (algo/doubling.c), which dc_algo_all_reduce and
+ * dc_algo_barrier take above direct_ranks ranks: forced on every group
+ * size (1, a power of two, or some ranks handing their operand over), for
+ * every shape, dtype, op and layout, eager and rendezvous. */
+static void test_doubling(void **state) {
+  (void)state;
+  algo ar[] = {AR};
+  for (int n = 1; n <= MAX_RANKS; n = next_size(n))
+    for (int rendezvous = 0; rendezvous < 2; rendezvous++) {
+      plan p = {0};
+      add_family(&p, n, F_AR, ar, 1, 0);
+      add_barriers(&p, 0);
+      for (size_t i = 0; i < p.n; i++)
+        p.v[i].direct_ranks = 1;
+      run_mesh(n, &p, rendezvous);
+      free(p.v);
+    }
+}
+
 /* Sends that complete only once received: no algorithm may rely on a
  * transport buffering its sends. */
 static void test_rendezvous(void **state) {
@@ -1338,6 +1359,7 @@ int main(void) {
       cmocka_unit_test(test_reduce_scatter),
       cmocka_unit_test(test_broadcast),
       cmocka_unit_test(test_barrier),
+      cmocka_unit_test(test_doubling),
       cmocka_unit_test(test_neighbours_only),
       cmocka_unit_test(test_pull),
       cmocka_unit_test(test_rendezvous),

@@ -24,6 +24,7 @@ static void begin(dc_group *g, dc_comm *c, uint8_t opcode, size_t count,
   c->lanes = R->naddrs;
   c->neighbours_only = R->neighbours;
   c->full_mesh = R->per_peer && !R->neighbours;
+  c->direct_ranks = R->direct_ranks;
 }
 
 /* Algorithms return DC_ERR_NOMEM without a detail; everything else has one. */

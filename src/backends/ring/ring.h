@@ -21,11 +21,12 @@ typedef struct ring_impl {
   int naddrs;  /* addresses per rank in the hostfile */
   int sockets; /* connections per address (DISTCOMM_SOCKETS) */
   uint64_t job;
-  dc_addr *self;  /* this rank's naddrs addresses (split binds the same IPs);
-                     per_peer: size * naddrs, its address towards each rank */
-  int neighbours; /* only ranks +-1 are connected (dc_mesh_plan.neighbours) */
-  int per_peer;   /* the mesh backend: an address per pair (dc_mesh_plan) */
-  uint64_t host;  /* this rank's host key (dc_mesh_plan.host) */
+  dc_addr *self;    /* this rank's naddrs addresses (split binds the same IPs);
+                       per_peer: size * naddrs, its address towards each rank */
+  int neighbours;   /* only ranks +-1 are connected (dc_mesh_plan.neighbours) */
+  int per_peer;     /* the mesh backend: an address per pair (dc_mesh_plan) */
+  int direct_ranks; /* DISTCOMM_DIRECT_RANKS (dc_comm.direct_ranks) */
+  uint64_t host;    /* this rank's host key (dc_mesh_plan.host) */
   struct ring_hier *hier; /* hierarchical all_reduce (ring_hier.c), or NULL
                              until the first all_reduce */
 } ring_impl;

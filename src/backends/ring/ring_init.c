@@ -71,6 +71,7 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
     R->job = p->job;
     R->neighbours = dc_plan_neighbours_only(p);
     R->per_peer = p->per_peer;
+    R->direct_ranks = (int)dc_env_int(DC_ENV_DIRECT_RANKS);
     R->self = malloc(sizeof *R->self * self_count(p));
   }
   if (!g || !R->self) {
