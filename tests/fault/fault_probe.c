@@ -1,10 +1,10 @@
 /* fault_probe: one rank's side of the fault tests; the scripts read its lines.
  *
- *   fault_probe OP [--mib M] [--iters N] [--check] [--linger S]
+ *   fault_probe OP [--mib M | --floats N] [--iters N] [--check] [--linger S]
  *               [--timeout S] [--tag T]
- *     OP is all_sum (M MiB of float32, default 64), sendrecv (M MiB passed
- *     round the ring: rank 0 sends then receives, the others receive then
- *     send) or barrier. Runs OP N times (default: until something fails).
+ *     OP is all_sum (M MiB of float32, default 64, or N floats), sendrecv (M
+ * MiB passed round the ring: rank 0 sends then receives, the others receive
+ * then send) or barrier. Runs OP N times (default: until something fails).
  *     After the first: "rank R ready pid P job J" (a killer's cue: from then
  *     on the rank is inside OP nearly all the time). At the end:
  *     "rank R: N OP done[, checked]".
@@ -174,6 +174,8 @@ static int parse(int argc, char **argv, opts *o) {
       return 2;
     else if (strcmp(argv[i], "--mib") == 0)
       mib = mp_parse_size("MIB", argv[++i]);
+    else if (strcmp(argv[i], "--floats") == 0) /* instead of --mib */
+      o->count = mp_parse_size("FLOATS", argv[++i]);
     else if (strcmp(argv[i], "--iters") == 0)
       o->iters = mp_parse_size("ITERS", argv[++i]);
     else if (strcmp(argv[i], "--linger") == 0)
@@ -185,9 +187,10 @@ static int parse(int argc, char **argv, opts *o) {
     else
       return 2;
   }
-  o->count = strcmp(o->op, "barrier") == 0
-                 ? 16
-                 : mib * ((size_t)1 << 20) / sizeof(float);
+  if (strcmp(o->op, "barrier") == 0)
+    o->count = 16;
+  else if (o->count == 0)
+    o->count = mib * ((size_t)1 << 20) / sizeof(float);
   return 0;
 }
 
@@ -227,9 +230,10 @@ static int loop(run *r) {
 int main(int argc, char **argv) {
   opts o;
   if (parse(argc, argv, &o) != 0) {
-    fprintf(stderr, "usage: fault_probe all_sum|sendrecv|barrier [--mib M] "
-                    "[--iters N] [--check] [--linger S] [--timeout S] "
-                    "[--tag T]\n");
+    fprintf(stderr,
+            "usage: fault_probe all_sum|sendrecv|barrier [--mib M | "
+            "--floats N] [--iters N] [--check] [--linger S] [--timeout S] "
+            "[--tag T]\n");
     return 2;
   }
   run r = {.g = mp_init_or_die("fault_probe"), .o = &o};

@@ -16,6 +16,10 @@
 #         cannot tell a stuck peer from one waiting on a stuck peer: in the
 #         send/recv chain 0->1->2->3, stopping 1 mid-send can make 3 time
 #         out first, waiting for 2, before 2 does, waiting for 1.)
+# MATRIX_RANKS (default "2 4"), MATRIX_OPS (default all three, STOP: not
+# barrier) and MATRIX_FLOATS (all_sum of that many floats instead of MIB)
+# narrow the matrix: the recursive doubling cases (5 ranks, a victim that
+# hands its operand over or one in the middle) run that way.
 # Both: each survivor's later calls return the same error at once and
 # dc_group_free returns (fault_probe's sticky lines); no process of the job
 # outlives the launcher (found by a unique --tag in argv); nothing of the job
@@ -85,8 +89,10 @@ run_case() {
   # the timeout once every rank is past the first op (under TSan on a busy
   # host a 4-rank sendrecv's first op took over 3 s, and a neighbour already
   # on the second timed out before anything was stopped)
+  local size=(--mib "$mib")
+  [ "$op" = all_sum ] && [ -n "${MATRIX_FLOATS:-}" ] && size=(--floats "$MATRIX_FLOATS")
   DISTCOMM_SHM=$shm timeout -k 5 60 "$launcher" -n "$n" -- \
-    "$probe" "$op" --mib "$mib" --linger 0.5 --timeout "$tmo" --tag "$tag" >"$out" 2>&1 &
+    "$probe" "$op" "${size[@]}" --linger 0.5 --timeout "$tmo" --tag "$tag" >"$out" 2>&1 &
   lp=$!
   mp_pids+=("$lp")
   if ! wait_count "$out" " ready pid " "$n" 60 "$lp"; then
@@ -129,13 +135,17 @@ run_case() {
 t0=$(now_ms)
 ops="all_sum sendrecv barrier" width=1
 [ "$sig" = STOP ] && ops="all_sum sendrecv" width=2
+ops=${MATRIX_OPS:-$ops}
 i=0
 running=()
-for n in 2 4; do
+for n in ${MATRIX_RANKS:-2 4}; do
   for mode in shm tcp; do
     for op in $ops; do
-      # 2 ranks: victim 1 or 0 in turn; 4 ranks: a middle one, 2 or 1.
-      if [ $n -eq 2 ]; then v=$(((i + 1) % 2)); else v=$((2 - i % 2)); fi
+      # 2 ranks: victim 1 or 0 in turn; 4 ranks: a middle one, 2 or 1;
+      # others: the last or 2.
+      if [ $n -eq 2 ]; then v=$(((i + 1) % 2));
+      elif [ $n -eq 4 ]; then v=$((2 - i % 2));
+      else v=$((i % 2 ? 2 : n - 1)); fi
       mib=$sum_mib
       [ "$op" = sendrecv ] && mib=8
       (fails=0; trap - EXIT; run_case $n $mode $op $v $mib) >"$mp_tmp/case.$i" 2>&1 &
