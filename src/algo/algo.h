@@ -124,7 +124,7 @@ dc_status dc_direct_barrier(dc_comm *c);
  * messages per op instead of direct exchange's O(size^2). Every rank ends
  * with the same bits (partners reduce the same two operands). */
 dc_status dc_doubling_all_reduce(dc_comm *c, const void *send, void *recv);
-/* Dissemination: round k sends to rank + 2^k, hears from rank - 2^k. */
+/* The same rounds with no bytes. */
 dc_status dc_doubling_barrier(dc_comm *c);
 /* One batch with every peer: send mine (len bytes) to each, receive peer
  * q's into theirs + q * len (this rank's slot is left as it is). */

@@ -7,9 +7,9 @@
  * here it is 8 rounds of one frame each way per rank.
  *
  * all_reduce is recursive doubling over the largest power of two p of
- * ranks; each of the size - p others first hands its operand to rank - p
- * and at the end gets the result back from it. Partners reduce the same
- * two operands, and dc_reduce gives the same bits whichever is first, so
+ * ranks; each of the size - p others first hands its operand to its left
+ * neighbour and at the end gets the result back from it. Partners reduce the
+ * same two operands, and dc_reduce gives the same bits whichever is first, so
  * every rank ends with the same bits (but not the rank-order sum of
  * direct exchange: the tree is ((x0 x1) (x2 x3)) ...). */
 #include <stdlib.h>
@@ -55,28 +55,35 @@ static dc_status step(dc_comm *c, int peer, const void *cur, void *nxt) {
   return c->run(c, x, 2);
 }
 
-dc_status dc_doubling_all_reduce(dc_comm *c, const void *send, void *recv) {
+/* Ranks 2i + 1 < 2 * extra hand their operand to 2i (a ring neighbour:
+ * a rank that runs the ring instead, another size, meets a frame it does
+ * not expect at once); the others are the p virtual ranks of the hypercube:
+ * 2i below 2 * extra, then the rest in order. */
+static int real_rank(int v, int extra) { return v < extra ? 2 * v : v + extra; }
+
+static dc_status rounds(dc_comm *c, const void *send, void *recv) {
   int r = c->rank, p = pow2_floor(c->size), extra = c->size - p;
   size_t len = c->total_bytes;
-  c->aux = DC_AUX_DOUBLING;
-  if (r >= p)
-    return hand_over(c, r - p, send, recv);
+  if (r < 2 * extra && r % 2)
+    return hand_over(c, r - 1, send, recv);
+  int v = r < 2 * extra ? r / 2 : r - extra, folds = r < 2 * extra;
   _Alignas(64) char small[1024]; /* latency path: no malloc for tiny ops */
   char *scratch = len <= sizeof small ? small : malloc(len ? len : 1);
   if (!scratch)
     return DC_ERR_NOMEM;
   /* Results alternate between recv and scratch; out of place the first
    * goes where the last then lands in recv. */
-  int steps = log2_of(p) + (r < extra);
+  int steps = log2_of(p) + folds;
   const char *cur = send;
   char *out = recv;
   dc_status st = DC_OK;
   for (int s = 0; st == DC_OK && s < steps; s++) {
-    int peer = r < extra ? (s == 0 ? r + p : r ^ (1 << (s - 1))) : r ^ (1 << s);
+    int k = s - folds; /* the hypercube's dimension, -1: the fold */
+    int peer = k < 0 ? r + 1 : real_rank(v ^ (1 << k), extra);
     char *nxt = cur == scratch                       ? out
                 : cur == out || (steps - s) % 2 == 0 ? scratch
                                                      : out;
-    if (r < extra && s == 0) { /* the extra rank's operand only comes in */
+    if (k < 0) { /* the handing rank's operand only comes in */
       dc_xfer x = dc_xrecv(peer, 0, nxt, len);
       x.reduce = 1;
       x.src = cur;
@@ -88,20 +95,28 @@ dc_status dc_doubling_all_reduce(dc_comm *c, const void *send, void *recv) {
   }
   if (st == DC_OK && cur != out && len)
     memcpy(out, cur, len);
-  if (st == DC_OK && r < extra)
-    st = one(c, dc_xsend(r + p, 0, out, len));
+  if (st == DC_OK && folds)
+    st = one(c, dc_xsend(r + 1, 0, out, len));
   if (scratch != small)
     free(scratch);
   return st;
 }
 
+dc_status dc_doubling_all_reduce(dc_comm *c, const void *send, void *recv) {
+  c->aux = DC_AUX_DOUBLING;
+  return rounds(c, send, recv);
+}
+
+/* The all_reduce's pattern with no bytes: every rank hears, through the
+ * hypercube, from every other before it leaves. The same pattern as a
+ * small all_sum, so a rank in one while the others are in the other fails
+ * at its first exchange with a mismatch (a pattern of its own could leave
+ * both waiting until the timeout). */
 dc_status dc_doubling_barrier(dc_comm *c) {
   static char none;
-  dc_status st = DC_OK;
-  for (int d = 1; st == DC_OK && d < c->size; d *= 2) {
-    dc_xfer x[2] = {dc_xsend((c->rank + d) % c->size, 0, &none, 0),
-                    dc_xrecv((c->rank - d + c->size) % c->size, 0, &none, 0)};
-    st = c->run(c, x, 2);
-  }
+  size_t bytes = c->total_bytes;
+  c->total_bytes = 0;
+  dc_status st = rounds(c, &none, &none); /* aux: the caller's */
+  c->total_bytes = bytes;
   return st;
 }

@@ -84,12 +84,6 @@ dc_status dc_algo_reduce_scatter(dc_comm *c, const void *send, void *recv) {
                  dc_ring_reduce_scatter, send, recv);
 }
 
-static dc_status barrier(dc_comm *c) {
-  if (ring_only(c))
-    return dc_ring_barrier(c);
-  return direct_wins(c, 0) ? dc_direct_barrier(c) : dc_doubling_barrier(c);
-}
-
 /* The root sends to every rank directly (one batch). Then every rank
  * exchanges an empty frame carrying the broadcast's root with every other
  * rank, so ranks that disagree on the root fail here, on every rank, rather
@@ -112,11 +106,17 @@ dc_status dc_algo_broadcast(dc_comm *c, void *buf, int root) {
   dc_status st = c->run(c, x, k);
   if (x != local)
     free(x);
-  return st == DC_OK ? barrier(c) : st;
+  /* direct whatever the size: the root's frame then reaches every rank, so
+   * any two that disagree on it meet (a barrier by doubling let most such
+   * runs wait out the timeout) */
+  return st == DC_OK ? dc_direct_barrier(c) : st;
 }
 
 dc_status dc_algo_barrier(dc_comm *c) {
-  if (!ring_only(c) && !direct_wins(c, 0))
-    c->aux = DC_AUX_DOUBLING; /* not in broadcast: there aux is the root */
-  return barrier(c);
+  if (ring_only(c))
+    return dc_ring_barrier(c);
+  if (direct_wins(c, 0))
+    return dc_direct_barrier(c);
+  c->aux = DC_AUX_DOUBLING;
+  return dc_doubling_barrier(c);
 }

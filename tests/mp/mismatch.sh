@@ -20,6 +20,7 @@ words() {
     root) echo "disagrees root+0 root+1" ;;
     coll) echo "disagrees all_gather all_sum" ;;
     algo) echo "disagrees another+algorithm DISTCOMM_DIRECT_RANKS" ;;
+    barrier) echo "disagrees barrier all_sum" ;;
     p2p) echo "disagrees of+$2+ of+$(($2 + 1))+" ;;
   esac
 }
@@ -64,14 +65,20 @@ for kind in count dtype op root coll; do
   check 2 $kind 1000 $([ $kind = root ] && echo 1 || echo 0)
 done
 
-# Groups larger than DISTCOMM_DIRECT_RANKS sum small buffers by recursive
-# doubling (algo/doubling.c), where a rank hears from log2(n) partners, not
-# from every rank: 5 ranks (4 and one that hands its operand over), the
-# odd one the handing rank or one in the middle; and a rank that took the
-# other algorithm (its own DISTCOMM_DIRECT_RANKS).
-for kind in count dtype op coll; do
+# Groups larger than DISTCOMM_DIRECT_RANKS sum small buffers and meet at
+# barriers by recursive doubling (algo/doubling.c), where a rank hears from
+# log2(n) partners, not from every rank: 5 ranks (4 and one that hands its
+# operand over) and 6, the odd one handing, taking or in the hypercube;
+# 16384 floats on 6 ranks: the odd rank's 16385 take the ring; a barrier
+# against an all_sum; a rank that took the other algorithm (its own
+# DISTCOMM_DIRECT_RANKS).
+for kind in count dtype op coll root; do
   DISTCOMM_DIRECT_RANKS=1 check 5 $kind 1 4
   DISTCOMM_DIRECT_RANKS=1 check 5 $kind 1000 2
+done
+for odd in 1 4 5; do
+  DISTCOMM_DIRECT_RANKS=1 check 6 count 16384 $odd
+  DISTCOMM_DIRECT_RANKS=1 check 6 barrier 10 $odd
 done
 check 4 algo 10 3
 check 4 algo 10 0

@@ -180,6 +180,8 @@ static dc_status disagree(dc_group *g, const char *kind, float *buf,
     return dc_group_rank(g) == 0
                ? dc_send(g, buf, count + (size_t)odd, DC_FLOAT32, 1)
                : dc_recv(g, buf, count + (size_t)odd, DC_FLOAT32, 0);
+  if (strcmp(kind, "barrier") == 0) /* a barrier against an all_sum */
+    return odd ? dc_barrier(g) : dc_all_sum(g, buf, buf, count, DC_FLOAT32);
   if (strcmp(kind, "algo") == 0) /* the odd rank set DISTCOMM_DIRECT_RANKS */
     return dc_all_sum(g, buf, buf, count, DC_FLOAT32);
   if (odd) /* coll: a gather against everybody else's all_sum */
