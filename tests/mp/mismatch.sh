@@ -71,17 +71,15 @@ done
 # operand over) and 6, the odd one handing, taking or in the hypercube;
 # 16384 floats on 6 ranks: the odd rank's 16385 take the ring; a barrier
 # against an all_sum; a rank that took the other algorithm (its own
-# DISTCOMM_DIRECT_RANKS).
-for kind in count dtype op coll root; do
-  DISTCOMM_DIRECT_RANKS=1 check 5 $kind 1 4
-  DISTCOMM_DIRECT_RANKS=1 check 5 $kind 1000 2
-done
-for odd in 1 4 5; do
-  DISTCOMM_DIRECT_RANKS=1 check 6 count 16384 $odd
-  DISTCOMM_DIRECT_RANKS=1 check 6 barrier 10 $odd
-done
+# DISTCOMM_DIRECT_RANKS). (Every placement on 5, 6 and 7 ranks was tried
+# by hand: bench/many-ranks.md; these few keep CI within its hour.)
+DISTCOMM_DIRECT_RANKS=1 check 5 count 1 4
+DISTCOMM_DIRECT_RANKS=1 check 5 coll 1000 2
+DISTCOMM_DIRECT_RANKS=1 check 5 root 1 4
+DISTCOMM_DIRECT_RANKS=1 check 6 count 16384 1
+DISTCOMM_DIRECT_RANKS=1 check 6 count 16384 5
+DISTCOMM_DIRECT_RANKS=1 check 6 barrier 10 4
 check 4 algo 10 3
-check 4 algo 10 0
 
 # Send against recv of one more element: messages that no pipe holds whole
 # go by single copy where it works (the receiver reads the sender's buffer,
