@@ -154,6 +154,7 @@ void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
                "it sent broadcast from root %u, this rank expects root %u",
                (unsigned)got->aux, (unsigned)want->aux);
     else if (got->aux != want->aux && got->opcode == want->opcode &&
+             got->redop == want->redop && got->dtype == want->dtype &&
              got->count == want->count && got->seq == want->seq)
       snprintf(out, n,
                "in %s it runs another algorithm (aux %u, this rank %u): "

@@ -21,6 +21,7 @@ words() {
     coll) echo "disagrees all_gather all_sum" ;;
     algo) echo "disagrees another+algorithm DISTCOMM_DIRECT_RANKS" ;;
     barrier) echo "disagrees barrier all_sum" ;;
+    dtype8) echo "disagrees int8 float32" ;;
     p2p) echo "disagrees of+$2+ of+$(($2 + 1))+" ;;
   esac
 }
@@ -80,6 +81,10 @@ DISTCOMM_DIRECT_RANKS=1 check 6 count 16384 1
 DISTCOMM_DIRECT_RANKS=1 check 6 count 16384 5
 DISTCOMM_DIRECT_RANKS=1 check 6 barrier 10 4
 check 4 algo 10 3
+# 10000 floats on 3 ranks go by doubling (2 x 40000 bytes > 64 KiB), the
+# odd rank's 10000 int8 by direct exchange: the detail names the dtypes,
+# not the algorithms
+check 3 dtype8 10000 2
 
 # Send against recv of one more element: messages that no pipe holds whole
 # go by single copy where it works (the receiver reads the sender's buffer,

@@ -172,6 +172,8 @@ static dc_status disagree(dc_group *g, const char *kind, float *buf,
     return dc_all_sum(g, buf, buf, count + (size_t)odd, DC_FLOAT32);
   if (strcmp(kind, "dtype") == 0) /* same element size: only the type differs */
     return dc_all_sum(g, buf, buf, count, odd ? DC_INT32 : DC_FLOAT32);
+  if (strcmp(kind, "dtype8") == 0) /* a quarter of the bytes */
+    return dc_all_sum(g, buf, buf, count, odd ? DC_INT8 : DC_FLOAT32);
   if (strcmp(kind, "op") == 0)
     return dc_all_reduce(g, buf, buf, count, DC_FLOAT32, odd ? DC_MAX : DC_SUM);
   if (strcmp(kind, "root") == 0)
