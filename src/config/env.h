@@ -46,7 +46,8 @@
     "1 or auth: every frame on TCP carries a MAC under a per-connection key "  \
     "from the job token (needs a token; nothing is encrypted)")                \
   X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                            \
-    "TCP connections per hostfile address (1 to 16)")                          \
+    "TCP connections per hostfile address (1 to 16; unset: 1 when "            \
+    "more than 16 ranks share one IP address)")                                \
   X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,            \
     "1: connect ring neighbours only, as MLX's ring does")                     \
   X(SHM, "DISTCOMM_SHM", SWITCH, "1", 0, 0,                                    \

@@ -84,6 +84,8 @@ static int join(acceptor *A, pending *pd) {
   dc_seal *seal = NULL;
   if (A->auth->secure && !(seal = dc_seal_new(A->auth, &pd->bind, 0)))
     return refuse(A, pd, "out of memory for its frame keys");
+  if (h->host != p->host)
+    dc_sock_keepalive(pd->fd);
   dc_mesh_attach(A->t, (int)h->rank, (int)h->lane, pd->fd, h->host,
                  dc_plan_addr(p, (int)h->rank, (int)h->lane)->text);
   dc_mesh_seal(A->t, (int)h->rank, (int)h->lane, seal);

@@ -187,6 +187,8 @@ static dc_status connect_one(dc_mesh *t, const dc_mesh_plan *p,
     if (dial(t, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
       return st; /* the first error says more */
   }
+  if (reply.host != p->host)
+    dc_sock_keepalive(fd);
   dc_mesh_attach(t, q, lane, fd, reply.host, a->text);
   dc_mesh_seal(t, q, lane, seal);
   dc_mesh_log(t, "connected to rank %d lane %d at %s%s", q, lane, a->text,

@@ -30,12 +30,14 @@ void dc_sock_name(const void *sa, char *out, size_t n) {
 void dc_sock_tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+void dc_sock_keepalive(int fd) {
+  int one = 1, idle = 30, intvl = 5, cnt = 4; /* a dead host shows in ~50 s */
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-  int idle = 30, intvl = 5, cnt = 4; /* a silent dead host shows in ~50 s */
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
 dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen) {
@@ -121,7 +123,8 @@ dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
   for (;;) {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    *fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+    *fd = accept4(lfd, (struct sockaddr *)&ss, &len,
+                  SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (*fd >= 0) {
       dc_sock_name(&ss, peer, peerlen);
       dc_sock_tune(*fd);

@@ -21,8 +21,13 @@ dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
 dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
                          size_t peerlen, char *err, size_t errlen);
 
-/* Non-blocking, TCP_NODELAY, keepalive, no SIGPIPE. */
+/* TCP_NODELAY (dc_sock_connect and dc_sock_accept give non-blocking
+ * sockets tuned so). */
 void dc_sock_tune(int fd);
+/* Keepalive probes, so that a silent dead host shows: only for peers on
+ * other hosts (a same-host peer's death closes its sockets, and with 255
+ * same-host peers the four calls per socket were a tenth of set-up). */
+void dc_sock_keepalive(int fd);
 
 /* Exact write/read of n bytes before deadline (fd is non-blocking).
  * DC_ERR_PEER_LOST on EOF/reset, DC_ERR_TIMEOUT at the deadline. */

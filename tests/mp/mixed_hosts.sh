@@ -2,7 +2,9 @@
 # mixed_hosts.sh CONFORMANCE: 2 hosts x 2 ranks, the hosts being network
 # namespaces joined by a veth pair. Ranks use shared memory with the rank on
 # their own host and TCP to the other host, and pass the same conformance
-# checks as with TCP only (DISTCOMM_SHM=0). Needs root and `ip netns`:
+# checks as with TCP only (DISTCOMM_SHM=0). Connections to the other host
+# keep keepalive probes (a silent dead host shows); those inside a host do
+# without them (a dead peer there closes its sockets). Needs root and `ip netns`:
 # skipped (exit 77) otherwise. Everything created is removed, even on failure.
 set -u
 conf=$1
@@ -36,4 +38,27 @@ done
 if run 0; then ok "2x2 over TCP only: every rank passed"; else
   fail "2x2 over TCP only: $(grep -h -i -E "fail|err" "$mp_tmp"/0.* | head -5)"; fi
 if grep -q "shared memory" "$mp_tmp"/0.*; then fail "DISTCOMM_SHM=0 still used shared memory"; fi
+
+# Keepalive: while a job runs, host A's established connections of the job
+# (its hostfile's ports) carry a keepalive timer exactly when they go to B.
+probe=$(dirname "$conf")/mp_probe
+for r in 0 1 2 3; do
+  ns=$a; [ $r -ge 2 ] && ns=$b
+  ip netns exec "$ns" env MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf.json" \
+    DISTCOMM_TIMEOUT=60 timeout -k 5 100 "$probe" init --idle 30 \
+    >"$mp_tmp/k.$r" 2>&1 &
+  mp_pids+=($!)
+done
+for r in 0 1 2 3; do
+  wait_for "$mp_tmp/k.$r" "^OK rank" 30 || fail "keepalive job: rank $r did not init"
+done
+conns=$(ip netns exec "$a" ss -tnoH state established |
+  grep -E ":($base|$((base + 1))|$((base + 2))|$((base + 3)))( |$)")
+far=$(grep -c "$net.2:" <<<"$conns") far_ka=$(grep "$net.2:" <<<"$conns" | grep -c 'timer:(keepalive')
+near=$(grep -vc "$net.2:" <<<"$conns") near_ka=$(grep -v "$net.2:" <<<"$conns" | grep -c 'timer:(keepalive')
+if [ "$far" -ge 4 ] && [ "$far_ka" -eq "$far" ] && [ "$near" -ge 2 ] && [ "$near_ka" -eq 0 ]; then
+  ok "keepalive on all $far connections to the other host, on none of the $near inside it"
+else
+  fail "keepalive: $far_ka of $far connections to the other host, $near_ka of $near inside it: $conns"
+fi
 mp_finish

@@ -1,9 +1,10 @@
 /* probe: one rank's side of the error tests; the scripts read its lines.
  *
- *   probe init [--strict] [--backend B] [--retry]
+ *   probe init [--strict] [--backend B] [--retry] [--idle S]
  *       dc_init then a barrier. "OK rank R size S backend B", or one line
  *       "ERR <STATUS>: <detail>" and exit 3. --retry: after a failure, call
- *       dc_init again; it must fail the same way (else a "BUG" line).
+ *       dc_init again; it must fail the same way (else a "BUG" line). --idle:
+ *       stay S seconds before freeing the group (its connections quiet).
  *   probe loop MIB ITERS [--die RANK:MS] [--linger S]
  *       all_sum of MIB MiB of float32, ITERS times. Prints "rank R ready pid P"
  *       after the first. On failure: "rank R: ERR <STATUS> at <wall>:
@@ -47,10 +48,13 @@ static void sleep_s(double s) {
 
 static int cmd_init(int argc, char **argv) {
   int strict = 0, retry = 0;
+  double idle = 0;
   const char *backend = "any";
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--strict") == 0)
       strict = 1;
+    else if (strcmp(argv[i], "--idle") == 0 && i + 1 < argc)
+      idle = (double)mp_parse_size("--idle", argv[++i]);
     else if (strcmp(argv[i], "--retry") == 0)
       retry = 1;
     else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
@@ -74,6 +78,8 @@ static int cmd_init(int argc, char **argv) {
   }
   printf("OK rank %d size %d backend %s\n", dc_group_rank(g), dc_group_size(g),
          dc_group_backend(g));
+  fflush(stdout);
+  sleep_s(idle); /* connections open and quiet, for a look at them */
   dc_group_free(g);
   return 0;
 }

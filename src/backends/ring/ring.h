@@ -34,8 +34,10 @@ typedef struct ring_impl {
 /* DISTCOMM_RING_NEIGHBOURS=1: connect ring neighbours only. */
 int ring_neighbours_env(void);
 
-/* Connections per address: DISTCOMM_SOCKETS, default 2. */
-int ring_sockets(void);
+/* Connections per address: DISTCOMM_SOCKETS; unset, 2, but 1 when more
+ * than 16 ranks all listen on one IP address (addrs: size x naddrs; NULL
+ * for per-pair addresses). Every rank computes it from the same plan. */
+int ring_sockets(const dc_addr *addrs, int size, int naddrs);
 
 /* Point to point by single copy (p2p_pull.c): whether a message whose
  * largest lane piece is piece_bytes goes that way (the same on both ends),

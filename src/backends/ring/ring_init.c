@@ -104,7 +104,32 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
 
 int ring_neighbours_env(void) { return dc_env_flag(DC_ENV_RING_NEIGHBOURS); }
 
-int ring_sockets(void) { return (int)dc_env_int(DC_ENV_SOCKETS); }
+static int same_ip(const dc_addr *a, const dc_addr *b) {
+  const struct sockaddr *x = (const void *)&a->sa, *y = (const void *)&b->sa;
+  if (x->sa_family != y->sa_family)
+    return 0;
+  if (x->sa_family == AF_INET6)
+    return memcmp(&((const struct sockaddr_in6 *)(const void *)x)->sin6_addr,
+                  &((const struct sockaddr_in6 *)(const void *)y)->sin6_addr,
+                  sizeof(struct in6_addr)) == 0;
+  return ((const struct sockaddr_in *)(const void *)x)->sin_addr.s_addr ==
+         ((const struct sockaddr_in *)(const void *)y)->sin_addr.s_addr;
+}
+
+/* A second socket per pair only stripes large point-to-point messages, and
+ * many ranks on one host share its cores anyway; there it doubled set-up:
+ * 65 280 connections at 256 ranks (bench/many-ranks.md). */
+#define ONE_HOST_RANKS 16
+
+int ring_sockets(const dc_addr *addrs, int size, int naddrs) {
+  const char *set = dc_env_str(DC_ENV_SOCKETS);
+  if ((set && *set) || !addrs || size <= ONE_HOST_RANKS)
+    return (int)dc_env_int(DC_ENV_SOCKETS);
+  for (int r = 1; r < size; r++)
+    if (!same_ip(&addrs[0], &addrs[r * naddrs]))
+      return (int)dc_env_int(DC_ENV_SOCKETS);
+  return 1;
+}
 
 /* The launcher gives every job an id; by hand, the hostfile names the job. */
 static uint64_t job_id(const dc_hostfile *hf) {
@@ -149,7 +174,8 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
     dc_mesh_plan p = {.rank = rank,
                       .size = hf->nranks,
                       .naddrs = hf->naddrs,
-                      .sockets = ring_sockets(),
+                      .sockets =
+                          ring_sockets(hf->addrs, hf->nranks, hf->naddrs),
                       .addrs = hf->addrs,
                       .listen_fds = fds,
                       .job = job_id(hf),
