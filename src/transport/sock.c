@@ -27,6 +27,19 @@ void dc_sock_name(const void *sa, char *out, size_t n) {
   }
 }
 
+int dc_sock_same_ip(const void *sa, const void *sb) {
+  const struct sockaddr *a = sa, *b = sb;
+  if (a->sa_family != b->sa_family)
+    return 0;
+  if (a->sa_family == AF_INET)
+    return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
+           ((const struct sockaddr_in *)sb)->sin_addr.s_addr;
+  if (a->sa_family == AF_INET6)
+    return memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
+                  &((const struct sockaddr_in6 *)sb)->sin6_addr, 16) == 0;
+  return 0;
+}
+
 void dc_sock_tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -21,6 +21,9 @@ dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
 dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
                          size_t peerlen, char *err, size_t errlen);
 
+/* Two sockaddrs (IPv4 or IPv6) name the same IP address; ports aside. */
+int dc_sock_same_ip(const void *a, const void *b);
+
 /* TCP_NODELAY (dc_sock_connect and dc_sock_accept give non-blocking
  * sockets tuned so). */
 void dc_sock_tune(int fd);

@@ -8,20 +8,6 @@
 #include "transport/mesh.h"
 #include "transport/sock.h"
 
-/* The address part of a sockaddr, for comparing without ports. */
-static int same_ip(const struct sockaddr *a, const struct sockaddr *b) {
-  if (a->sa_family != b->sa_family)
-    return 0;
-  if (a->sa_family == AF_INET)
-    return ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
-           ((const struct sockaddr_in *)(const void *)b)->sin_addr.s_addr;
-  if (a->sa_family == AF_INET6)
-    return memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
-                  &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr,
-                  16) == 0;
-  return 0;
-}
-
 /* a and b in the subnet of mask (same family as a). */
 static int same_net(const struct sockaddr *a, const struct sockaddr *b,
                     const struct sockaddr *mask) {
@@ -75,9 +61,9 @@ static int near(const struct sockaddr *peer, const struct sockaddr *local,
   for (const struct ifaddrs *i = all; i && !yes; i = i->ifa_next) {
     if (!i->ifa_addr)
       continue;
-    yes =
-        same_ip(i->ifa_addr, peer) || (cables && same_ip(i->ifa_addr, local) &&
-                                       same_net(peer, local, i->ifa_netmask));
+    yes = dc_sock_same_ip(i->ifa_addr, peer) ||
+          (cables && dc_sock_same_ip(i->ifa_addr, local) &&
+           same_net(peer, local, i->ifa_netmask));
   }
   freeifaddrs(all);
   return yes;
@@ -90,8 +76,8 @@ int dc_plan_source_ok(const dc_mesh_plan *p, int q, int fd) {
       getsockname(fd, (struct sockaddr *)&local, &ll) != 0)
     return 0;
   for (int l = 0; l < p->naddrs; l++)
-    if (same_ip((const struct sockaddr *)&dc_plan_addr(p, q, l)->sa,
-                (const struct sockaddr *)&peer))
+    if (dc_sock_same_ip((const struct sockaddr *)&dc_plan_addr(p, q, l)->sa,
+                        (const struct sockaddr *)&peer))
       return 1;
   return near((const struct sockaddr *)&peer, (const struct sockaddr *)&local,
               dc_plan_neighbours_only(p) && !p->per_peer);

@@ -104,30 +104,19 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
 
 int ring_neighbours_env(void) { return dc_env_flag(DC_ENV_RING_NEIGHBOURS); }
 
-static int same_ip(const dc_addr *a, const dc_addr *b) {
-  const struct sockaddr *x = (const void *)&a->sa, *y = (const void *)&b->sa;
-  if (x->sa_family != y->sa_family)
-    return 0;
-  if (x->sa_family == AF_INET6)
-    return memcmp(&((const struct sockaddr_in6 *)(const void *)x)->sin6_addr,
-                  &((const struct sockaddr_in6 *)(const void *)y)->sin6_addr,
-                  sizeof(struct in6_addr)) == 0;
-  return ((const struct sockaddr_in *)(const void *)x)->sin_addr.s_addr ==
-         ((const struct sockaddr_in *)(const void *)y)->sin_addr.s_addr;
-}
-
 /* A second socket per pair only stripes large point-to-point messages, and
  * many ranks on one host share its cores anyway; there it doubled set-up:
  * 65 280 connections at 256 ranks (bench/many-ranks.md). */
 #define ONE_HOST_RANKS 16
 
 int ring_sockets(const dc_addr *addrs, int size, int naddrs) {
+  int n = (int)dc_env_int(DC_ENV_SOCKETS);
   const char *set = dc_env_str(DC_ENV_SOCKETS);
   if ((set && *set) || !addrs || size <= ONE_HOST_RANKS)
-    return (int)dc_env_int(DC_ENV_SOCKETS);
+    return n;
   for (int r = 1; r < size; r++)
-    if (!same_ip(&addrs[0], &addrs[r * naddrs]))
-      return (int)dc_env_int(DC_ENV_SOCKETS);
+    if (!dc_sock_same_ip(&addrs[0].sa, &addrs[r * naddrs].sa))
+      return n;
   return 1;
 }
 
