@@ -1,0 +1,70 @@
+#!/bin/bash
+# one_host_sockets.sh PROBE LAUNCHER: one socket per pair when more than 16
+# ranks share one IP address and DISTCOMM_SOCKETS is unset (256 ranks on a
+# host: half the connections to set up); 2 at 16 ranks, across two
+# addresses, or when it is set.
+set -u
+probe=$1 launcher=$2
+. "$(dirname "$0")/mp_lib.sh"
+
+# sockets_seen N IP1 IP2 [ENV...]: N ranks started by hand (ranks alternate
+# between the two addresses), each initialising with DISTCOMM_VERBOSE=1;
+# prints the distinct "N connection(s) per peer" counts the ranks logged,
+# or "failed" when a rank did not init.
+sockets_seen() {
+  local n=$1 ip1=$2 ip2=$3 base r ip pids=() bad=0
+  shift 3
+  base=$(mp_port_base)
+  {
+    printf '['
+    for ((r = 0; r < n; r++)); do
+      ip=$ip1
+      [ $((r % 2)) -eq 1 ] && ip=$ip2
+      printf '%s["%s:%d"]' "$([ "$r" -gt 0 ] && echo ,)" "$ip" $((base + r))
+    done
+    printf ']\n'
+  } >"$mp_tmp/hf_one.json"
+  for ((r = 0; r < n; r++)); do
+    env MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf_one.json" DISTCOMM_TIMEOUT=60 \
+      DISTCOMM_VERBOSE=1 "$@" timeout -k 2 100 "$probe" init \
+      >"$mp_tmp/s$r" 2>&1 &
+    pids+=($!)
+    mp_pids+=($!)
+  done
+  for ((r = 0; r < n; r++)); do
+    wait "${pids[$r]}" || bad=1
+  done
+  if [ $bad -ne 0 ]; then
+    echo failed
+    return
+  fi
+  cat "$mp_tmp"/s* | grep -o '[0-9]* connection(s) per peer' | sort -u |
+    tr '\n' ' '
+  rm -f "$mp_tmp"/s*
+}
+
+for want in "17 127.0.0.1 127.0.0.1|1 connection(s) per peer " \
+  "16 127.0.0.1 127.0.0.1|2 connection(s) per peer " \
+  "17 127.0.0.1 127.0.0.2|2 connection(s) per peer " \
+  "17 127.0.0.1 127.0.0.1 DISTCOMM_SOCKETS=2|2 connection(s) per peer " \
+  "17 127.0.0.1 127.0.0.1 DISTCOMM_SHM=0|1 connection(s) per peer "; do
+  # shellcheck disable=SC2086 # the case's words are its arguments
+  got=$(sockets_seen ${want%%|*})
+  if [ "$got" = "${want#*|}" ]; then
+    ok "${want%%|*}: every rank logged ${got}"
+  else
+    fail "${want%%|*}: want every rank to log '${want#*|}', got '$got'"
+  fi
+done
+
+# A job of 17 ranks on one host through the launcher (its own hostfile):
+# one socket per pair on every rank, and three all_sums of 4 MiB finish.
+out=$(DISTCOMM_VERBOSE=1 timeout -k 2 200 "$launcher" -n 17 -- "$probe" loop 4 3 2>&1)
+rc=$?
+n1=$(grep -c 'ring ready: .*, 1 connection(s) per peer' <<<"$out")
+if [ $rc -eq 0 ] && [ "$n1" -eq 17 ]; then
+  ok "17 launched ranks: one connection per peer on each, all_sum done"
+else
+  fail "17 launched ranks: exit $rc, $n1 of 17 logged one connection per peer: $(tail -3 <<<"$out")"
+fi
+mp_finish
