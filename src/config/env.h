@@ -47,7 +47,7 @@
     "from the job token (needs a token; nothing is encrypted)")                \
   X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                            \
     "TCP connections per hostfile address (1 to 16; unset: 1 when "            \
-    "more than 16 ranks share one IP address)")                                \
+    "more than 16 ranks share one IP address; alike on every rank)")           \
   X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,            \
     "1: connect ring neighbours only, as MLX's ring does")                     \
   X(SHM, "DISTCOMM_SHM", SWITCH, "1", 0, 0,                                    \

@@ -66,6 +66,8 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
     return DC_REFUSE_SECURE;
   if (h->size != (uint32_t)p->size)
     return DC_REFUSE_SIZE;
+  if (h->lanes != lanes)
+    return DC_REFUSE_LANES;
   if (h->rank >= (uint32_t)p->size || !dc_plan_accepts(p, (int)h->rank) ||
       h->lane >= lanes ||
       dc_plan_listener(p, (int)h->rank, (int)h->lane) != l ||
@@ -160,8 +162,16 @@ static int hello_step(acceptor *A, pending *pd) {
   unsigned char b[DC_HELLO_BYTES];
   dc_hello_encode(&r, b);
   dc_sock_write_all(pd->fd, b, sizeof b, dc_now() + 1.0); /* best effort */
-  snprintf(why, sizeof why, "claims rank %u lane %u: %s", pd->h.rank,
-           pd->h.lane, dc_hello_reason_text(reason));
+  int n = snprintf(why, sizeof why, "claims rank %u lane %u: ", pd->h.rank,
+                   pd->h.lane);
+  if (reason == DC_REFUSE_LANES) /* say both counts: which rank is off */
+    snprintf(why + n, sizeof why - (size_t)n,
+             "it makes %u connection(s) per pair, this rank %d (set "
+             "DISTCOMM_SOCKETS alike on every rank)",
+             pd->h.lanes, dc_plan_lanes(A->p));
+  else
+    snprintf(why + n, sizeof why - (size_t)n, "%s",
+             dc_hello_reason_text(reason));
   return refuse(A, pd, why);
 }
 

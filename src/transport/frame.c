@@ -174,7 +174,7 @@ void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]) {
   dc_put32(out + 24, h->rank);
   dc_put32(out + 28, h->size);
   dc_put16(out + 32, h->lane);
-  dc_put16(out + 34, h->reason);
+  dc_put16(out + 34, h->kind == DC_HELLO_REFUSED ? h->reason : h->lanes);
   dc_put64(out + 36, h->host);
   dc_put32(out + 44, h->flags);
   memcpy(out + 48, h->nonce, DC_NONCE_BYTES);
@@ -191,7 +191,8 @@ dc_status dc_hello_decode(const unsigned char in[DC_HELLO_BYTES], dc_hello *h) {
   h->rank = dc_get32(in + 24);
   h->size = dc_get32(in + 28);
   h->lane = dc_get16(in + 32);
-  h->reason = dc_get16(in + 34);
+  h->reason = h->lanes = 0;
+  *(h->kind == DC_HELLO_REFUSED ? &h->reason : &h->lanes) = dc_get16(in + 34);
   h->host = dc_get64(in + 36);
   h->flags = dc_get32(in + 44);
   memcpy(h->nonce, in + 48, DC_NONCE_BYTES);
@@ -233,6 +234,10 @@ const char *dc_hello_reason_text(uint32_t reason) {
   case DC_REFUSE_SECURE:
     return "DISTCOMM_SECURE differs between the two ranks (authenticated "
            "frames on one, not on the other): set it alike on every rank";
+  case DC_REFUSE_LANES:
+    return "the two ranks make a different number of connections per pair: "
+           "set DISTCOMM_SOCKETS alike on every rank (or on none), and give "
+           "every rank the same hostfile";
   }
   return "refused";
 }

@@ -17,7 +17,7 @@
 #include "distcomm.h"
 
 #define DC_WIRE_MAGIC 0x4443u /* "DC" */
-#define DC_WIRE_VERSION 2u    /* 2: hellos carry a nonce; job-token proofs */
+#define DC_WIRE_VERSION 3u    /* 2: a nonce, job-token proofs; 3: lane count */
 #define DC_FRAME_BYTES 32
 #define DC_HELLO_BYTES 84
 #define DC_PROOF_BYTES 40
@@ -92,7 +92,11 @@ typedef struct dc_hello {
   uint32_t version;
   uint64_t job;   /* DISTCOMM_JOB_ID, or a hash of the hostfile */
   uint64_t group; /* group id (world or split) */
-  uint32_t rank, size, lane, reason; /* reason: why refused (dc_hello_reason) */
+  uint32_t rank, size, lane;
+  /* A refusal carries why (dc_hello_reason); a hello or OK its sender's
+   * connections per pair (DISTCOMM_SOCKETS x addresses), so a difference
+   * is refused at once, naming the variable: both share one wire field. */
+  uint32_t reason, lanes;
   uint64_t host;  /* dc_host_key() of the sender: same host, shared memory */
   uint32_t flags; /* dc_hello_flags */
   unsigned char nonce[DC_NONCE_BYTES]; /* zeros without a token */
@@ -108,6 +112,7 @@ enum dc_hello_reason {
   DC_REFUSE_NO_TOKEN, /* the peer has a token, this rank has none */
   DC_REFUSE_SOURCE,   /* no token, and the peer's address is not the rank's */
   DC_REFUSE_SECURE,   /* DISTCOMM_SECURE differs between the two */
+  DC_REFUSE_LANES,    /* connections per pair differ (DISTCOMM_SOCKETS) */
 };
 
 void dc_hello_encode(const dc_hello *h, unsigned char out[DC_HELLO_BYTES]);

@@ -22,6 +22,7 @@ static inline dc_hello dc_mesh_hello(const dc_mesh_plan *p, const dc_auth *auth,
                 .rank = (uint32_t)p->rank,
                 .size = (uint32_t)p->size,
                 .lane = (uint32_t)lane,
+                .lanes = (uint32_t)dc_plan_lanes(p),
                 .host = p->host,
                 .flags = (auth->on ? DC_HELLO_TOKEN : 0u) |
                          (auth->secure ? DC_HELLO_SECURE : 0u)};

@@ -28,6 +28,7 @@ static dc_hello base(void) {
                 .rank = 1,
                 .size = 2,
                 .lane = 0,
+                .lanes = 2,
                 .host = 0x1122334455667788ull,
                 .flags = DC_HELLO_TOKEN};
   for (int i = 0; i < DC_NONCE_BYTES; i++)

@@ -2,7 +2,8 @@
 # one_host_sockets.sh PROBE LAUNCHER: one socket per pair when more than 16
 # ranks share one IP address and DISTCOMM_SOCKETS is unset (256 ranks on a
 # host: half the connections to set up); 2 at 16 ranks, across two
-# addresses, or when it is set.
+# addresses, or when it is set. Two ranks whose DISTCOMM_SOCKETS differ
+# fail at once naming it (once, the one with fewer waited out the timeout).
 set -u
 probe=$1 launcher=$2
 . "$(dirname "$0")/mp_lib.sh"
@@ -67,4 +68,34 @@ if [ $rc -eq 0 ] && [ "$n1" -eq 17 ]; then
 else
   fail "17 launched ranks: exit $rc, $n1 of 17 logged one connection per peer: $(tail -3 <<<"$out")"
 fi
+# Two ranks by hand, rank 0 with DISTCOMM_SOCKETS=$1 and rank 1 with $2:
+# rank 1 (it dials) fails within 3 s naming the variable; rank 0 is only
+# refused a connection, so it waits out its 4 s and names the refusal.
+for pair in "1 2" "2 1"; do
+  set -- $pair
+  base=$(mp_port_base)
+  printf '[["127.0.0.1:%d"],["127.0.0.1:%d"]]\n' "$base" $((base + 1)) >"$mp_tmp/hf_mix.json"
+  MLX_RANK=0 MLX_HOSTFILE="$mp_tmp/hf_mix.json" DISTCOMM_SOCKETS=$1 \
+    DISTCOMM_TIMEOUT=4 timeout -k 2 30 "$probe" init >"$mp_tmp/m0" 2>&1 &
+  p0=$!
+  mp_pids+=($p0)
+  t0=$(now_ms)
+  out1=$(MLX_RANK=1 MLX_HOSTFILE="$mp_tmp/hf_mix.json" DISTCOMM_SOCKETS=$2 \
+    DISTCOMM_TIMEOUT=20 timeout -k 2 30 "$probe" init 2>&1)
+  rc1=$? dt=$(($(now_ms) - t0))
+  wait $p0
+  rc0=$? out0=$(cat "$mp_tmp/m0")
+  if [ $rc1 -ne 0 ] && [ $dt -lt 3000 ] && contains "$out1" "ERR_CONFIG" \
+    "refused rank 1's connection" "DISTCOMM_SOCKETS"; then
+    ok "sockets $1 vs $2: rank 1 failed in $dt ms: $out1"
+  else
+    fail "sockets $1 vs $2: rank 1 exit $rc1 after $dt ms: $out1"
+  fi
+  if [ $rc0 -ne 0 ] && contains "$out0" "ERR_TIMEOUT" \
+    "makes $2 connection(s) per pair, this rank $1" "DISTCOMM_SOCKETS"; then
+    ok "sockets $1 vs $2: rank 0 named the refusal: $out0"
+  else
+    fail "sockets $1 vs $2: rank 0 exit $rc0: $out0"
+  fi
+done
 mp_finish

@@ -110,6 +110,13 @@ static int until_closed(int fd, double secs, unsigned char *got, size_t *n,
   return 0;
 }
 
+/* The ranks' connections per pair: one address each, DISTCOMM_SOCKETS
+ * (2 when unset), as the jobs the tests start. */
+static uint32_t lanes(void) {
+  const char *s = getenv("DISTCOMM_SOCKETS");
+  return s && *s ? (uint32_t)atoi(s) : 2u;
+}
+
 static dc_hello hello(uint64_t job, uint32_t size, int token) {
   dc_hello h = {.kind = DC_HELLO,
                 .version = DC_WIRE_VERSION,
@@ -118,6 +125,7 @@ static dc_hello hello(uint64_t job, uint32_t size, int token) {
                 .rank = 1,
                 .size = size,
                 .lane = 0,
+                .lanes = lanes(),
                 .flags = token ? DC_HELLO_TOKEN : 0};
   for (int i = 0; i < DC_NONCE_BYTES; i++)
     h.nonce[i] = (unsigned char)rand();

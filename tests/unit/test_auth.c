@@ -207,7 +207,7 @@ static void test_hello_roundtrip(void **state) {
                 .rank = 3,
                 .size = 9,
                 .lane = 5,
-                .reason = 0,
+                .lanes = 6,
                 .host = 0x1122334455667788ull,
                 .flags = DC_HELLO_TOKEN},
            g;
@@ -218,8 +218,8 @@ static void test_hello_roundtrip(void **state) {
   assert_int_equal(dc_hello_decode(b, &g), DC_OK);
   assert_true(g.kind == h.kind && g.version == h.version && g.job == h.job &&
               g.group == h.group && g.rank == h.rank && g.size == h.size &&
-              g.lane == h.lane && g.reason == h.reason && g.host == h.host &&
-              g.flags == h.flags);
+              g.lane == h.lane && g.lanes == h.lanes && g.reason == 0 &&
+              g.host == h.host && g.flags == h.flags);
   assert_memory_equal(g.nonce, h.nonce, DC_NONCE_BYTES);
   uint32_t v = 0;
   for (size_t n = 0; n <= DC_HELLO_BYTES; n++)

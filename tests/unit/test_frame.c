@@ -376,8 +376,9 @@ static void test_diff(void **state) {
 }
 
 /* Hello fields at the extremes of their wire widths (kind, version, lane
- * and reason travel in 16 bits, rank, size and flags in 32, job, group and
- * host in 64); test_auth.c covers typical values and corruption. */
+ * and reason or lanes travel in 16 bits, rank, size and flags in 32, job,
+ * group and host in 64); test_auth.c covers typical values and corruption.
+ * A refusal's field is its reason, any other hello's its lane count. */
 static void test_hello_extremes(void **state) {
   (void)state;
   for (int hi = 0; hi < 2; hi++) {
@@ -388,7 +389,8 @@ static void test_hello_extremes(void **state) {
                   .rank = hi ? UINT32_MAX : 0,
                   .size = hi ? UINT32_MAX : 0,
                   .lane = hi ? 0xffffu : 0,
-                  .reason = hi ? 0xffffu : 0,
+                  .reason = hi ? 0x1234u : 0, /* not sent: not a refusal */
+                  .lanes = hi ? 0xffffu : 0,
                   .host = hi ? UINT64_MAX : 0,
                   .flags = hi ? UINT32_MAX : 0};
     memset(h.nonce, hi ? 0xff : 0, DC_NONCE_BYTES);
@@ -398,13 +400,20 @@ static void test_hello_extremes(void **state) {
     assert_int_equal(dc_hello_decode(b, &g), DC_OK);
     assert_true(g.kind == h.kind && g.version == h.version && g.job == h.job &&
                 g.group == h.group && g.rank == h.rank && g.size == h.size &&
-                g.lane == h.lane && g.reason == h.reason && g.host == h.host &&
-                g.flags == h.flags);
+                g.lane == h.lane && g.reason == 0 && g.lanes == h.lanes &&
+                g.host == h.host && g.flags == h.flags);
     assert_memory_equal(g.nonce, h.nonce, DC_NONCE_BYTES);
     assert_memory_equal(b, "DCCM", 4);
     /* a hello is not a frame, whatever its fields */
     dc_frame f;
     assert_int_equal(dc_frame_decode(b, &f), DC_ERR_MISMATCH);
+  }
+  for (uint32_t x = 1; x <= 0xffffu; x += 0xfffeu) {
+    dc_hello no = {.kind = DC_HELLO_REFUSED, .reason = x, .lanes = 7}, g;
+    unsigned char nb[DC_HELLO_BYTES];
+    dc_hello_encode(&no, nb);
+    assert_int_equal(dc_hello_decode(nb, &g), DC_OK);
+    assert_true(g.reason == x && g.lanes == 0);
   }
   /* a hello of another version is told apart from garbage by peek */
   dc_hello old = {.kind = DC_HELLO, .version = DC_WIRE_VERSION + 1};
@@ -421,8 +430,8 @@ static void test_hello_extremes(void **state) {
 
 static void test_refusal_texts(void **state) {
   (void)state;
-  const char *seen[8] = {0};
-  for (uint32_t r = DC_REFUSE_VERSION; r <= DC_REFUSE_NO_TOKEN; r++) {
+  const char *seen[16] = {0};
+  for (uint32_t r = DC_REFUSE_VERSION; r <= DC_REFUSE_LANES; r++) {
     const char *t = dc_hello_reason_text(r);
     assert_non_null(t);
     assert_true(strlen(t) > 8);
