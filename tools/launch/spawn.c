@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,25 +33,74 @@ static void child_fail(int fd, enum stage stage) {
   _exit(127); /* _exit: no atexit handlers (they would remove the hostfile) */
 }
 
-static void set_env(const struct dcl_launch_env *e, int rank) {
-  const struct dcl_options *o = e->opts;
-  char num[32];
-  /* --env first: the launcher's own variables must win, as with mlx.launch. */
-  for (size_t i = 0; i < o->n_envs; i++)
-    putenv((char *)o->envs[i]);
-  snprintf(num, sizeof num, "%d", rank);
-  setenv("MLX_RANK", num, 1);
-  snprintf(num, sizeof num, "%ld", o->nranks);
-  setenv("MLX_WORLD_SIZE", num, 1);
-  setenv("MLX_HOSTFILE", e->hostfile, 1);
-  setenv("DISTCOMM_JOB_ID", e->job_id, 1);
-  setenv("DISTCOMM_JOB_TOKEN", e->job_token, 1);
-  if (o->verbose)
-    setenv("MLX_RING_VERBOSE", "1", 1);
+/* The rank's environment, built before the vfork (the child shares our
+ * memory and may not allocate): ours, under --env, under the launcher's own
+ * variables, which win, as with mlx.launch. A later --env of a name wins
+ * over an earlier one, as putenv did. */
+struct rank_env {
+  char **v;     /* NULL-terminated, for execvpe */
+  char *own[6]; /* the launcher's own "K=V" strings (freed with v) */
+};
+
+static bool named(const char *kv, char *const *list, size_t n) {
+  size_t len = strcspn(kv, "=");
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(list[i], kv, len) == 0 && list[i][len] == '=')
+      return true;
+  return false;
 }
 
-/* Runs in the forked child; never returns. fds: the child's ends. */
-static void child(const struct dcl_launch_env *e, int rank, char **ssh_argv,
+/* "K=V" in fresh memory, NULL when out of it. */
+static char *kv(const char *k, const char *v) {
+  size_t n = strlen(k) + strlen(v) + 2;
+  char *s = malloc(n);
+  if (s != NULL)
+    snprintf(s, n, "%s=%s", k, v);
+  return s;
+}
+
+/* False when out of memory (free it all the same). */
+static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
+                           int rank) {
+  const struct dcl_options *o = e->opts;
+  size_t n_env = 0, n = 0, k = 0;
+  char num[2][32];
+  while (environ[n_env] != NULL)
+    n_env++;
+  *re = (struct rank_env){0};
+  re->v = malloc((n_env + o->n_envs + 7) * sizeof *re->v);
+  snprintf(num[0], sizeof num[0], "%d", rank);
+  snprintf(num[1], sizeof num[1], "%ld", o->nranks);
+  bool ok = re->v != NULL && (re->own[k++] = kv("MLX_RANK", num[0])) &&
+            (re->own[k++] = kv("MLX_WORLD_SIZE", num[1])) &&
+            (re->own[k++] = kv("MLX_HOSTFILE", e->hostfile)) &&
+            (re->own[k++] = kv("DISTCOMM_JOB_ID", e->job_id)) &&
+            (re->own[k++] = kv("DISTCOMM_JOB_TOKEN", e->job_token)) &&
+            (!o->verbose || (re->own[k++] = kv("MLX_RING_VERBOSE", "1")));
+  if (!ok)
+    return false;
+  for (size_t i = 0; i < k; i++)
+    re->v[n++] = re->own[i];
+  for (size_t i = o->n_envs; i-- > 0;)
+    if (!named(o->envs[i], re->v, n))
+      re->v[n++] = (char *)o->envs[i];
+  size_t first_ours = n;
+  for (size_t i = 0; i < n_env; i++)
+    if (!named(environ[i], re->v, first_ours))
+      re->v[n++] = environ[i];
+  re->v[n] = NULL;
+  return true;
+}
+
+static void rank_env_free(struct rank_env *re) {
+  for (size_t i = 0; i < sizeof re->own / sizeof re->own[0]; i++)
+    free(re->own[i]);
+  free(re->v);
+}
+
+/* Runs in the vforked child, on our memory: system calls only, no
+ * allocation; never returns. fds: the child's ends. */
+static void child(const struct dcl_launch_env *e, char **ssh_argv, char **envp,
                   const int fds[3], int report) {
   dcl_signals_reset_in_child();
   /* A launcher killed with SIGKILL cannot stop its ranks; let the kernel. */
@@ -69,8 +119,7 @@ static void child(const struct dcl_launch_env *e, int rank, char **ssh_argv,
   }
   if (e->opts->cwd != NULL && chdir(e->opts->cwd) != 0)
     child_fail(report, STAGE_CHDIR);
-  set_env(e, rank);
-  execvp(e->argv[0], e->argv);
+  execvpe(e->argv[0], e->argv, envp);
   child_fail(report, STAGE_EXEC);
 }
 
@@ -181,18 +230,30 @@ int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e) {
       close_pair(pipes[i]);
     return 1;
   }
+  struct rank_env env = {0}; /* a remote rank's ssh runs in ours */
+  if (r->ssh_argv == NULL && !rank_env_build(&env, e, r->index)) {
+    dcl_error("rank %d: out of memory for its environment", r->index);
+    rank_env_free(&env);
+    for (int i = 0; i < 4; i++)
+      close_pair(pipes[i]);
+    return 1;
+  }
+  int fds[3] = {pipes[0][0], pipes[1][1], pipes[2][1]};
   /* Signals stay blocked until the child has reset its handlers, so that a
    * Ctrl-C in this window cannot run our handler in the child. */
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &old);
-  r->pid = fork();
-  if (r->pid == 0) {
-    int fds[3] = {pipes[0][0], pipes[1][1], pipes[2][1]};
-    child(e, r->index, r->ssh_argv, fds, pipes[3][1]);
-  }
+  /* vfork, not fork: we wait for the exec anyway, and fork's copy of our
+   * page tables, then the copy-on-write faults it leaves us (each one a
+   * TLB flush on every core), were most of the launcher's CPU at 256
+   * ranks (perf, on a 2-core VM). */
+  r->pid = vfork();
+  if (r->pid == 0)
+    child(e, r->ssh_argv, env.v, fds, pipes[3][1]);
   int fork_errno = errno;
   sigprocmask(SIG_SETMASK, &old, NULL);
+  rank_env_free(&env);
   if (r->pid < 0) {
     dcl_error("rank %d: fork failed: %s", r->index, strerror(fork_errno));
     for (int i = 0; i < 4; i++)
