@@ -62,6 +62,14 @@ launch -n 2 --env FOO=bar --env=BAZ=a=b -- sh -c 'echo "$MLX_RANK $FOO $BAZ"' > 
     || fail "--env job failed"
 expect_eq "$(sort "$T/e.out" | tr '\n' ';')" "0 bar a=b;1 bar a=b;" "--env values"
 
+# Who wins: the launcher's own variables over --env, a later --env over an
+# earlier one and over the launcher's environment, which passes through
+# otherwise; each name once (the environment is built before the vfork).
+FOO=outer OUTER=kept launch -n 2 --env FOO=a --env FOO=b --env MLX_RANK=9 -- \
+    sh -c 'echo "$MLX_RANK $FOO $OUTER $(env | grep -c "^FOO=") $(env | grep -c "^MLX_RANK=")"' \
+    > "$T/w.out" || fail "precedence job failed"
+expect_eq "$(sort "$T/w.out" | tr '\n' ';')" "0 b kept 1 1;1 b kept 1 1;" "which value wins"
+
 # The other spellings of -n.
 for form in "-n3" "--repeat-hosts=3" "--repeat-hosts 3"; do
     # shellcheck disable=SC2086 # word splitting of $form is the point
