@@ -160,6 +160,11 @@ void dc_frame_diff(const dc_frame *want, const dc_frame *got, char *out,
                "in %s it runs another algorithm (aux %u, this rank %u): "
                "is DISTCOMM_DIRECT_RANKS the same on every rank?",
                b, (unsigned)got->aux, (unsigned)want->aux);
+    else if ((got->opcode == DC_OPC_SETUP) != (want->opcode == DC_OPC_SETUP))
+      snprintf(out, n,
+               "it sent %s, this rank expects %s: only one of the two sets "
+               "up shared memory (is DISTCOMM_SHM the same on every rank?)",
+               a, b);
     else
       snprintf(out, n, "it sent %s, this rank expects %s", a, b);
   }

@@ -3,7 +3,8 @@
 # ranks share one IP address and DISTCOMM_SOCKETS is unset (256 ranks on a
 # host: half the connections to set up); 2 at 16 ranks, across two
 # addresses, or when it is set. Two ranks whose DISTCOMM_SOCKETS differ
-# fail at once naming it (once, the one with fewer waited out the timeout).
+# fail at once naming it (once, the one with fewer waited out the timeout),
+# and so do two whose DISTCOMM_SHM differs.
 set -u
 probe=$1 launcher=$2
 . "$(dirname "$0")/mp_lib.sh"
@@ -96,6 +97,32 @@ for pair in "1 2" "2 1"; do
     ok "sockets $1 vs $2: rank 0 named the refusal: $out0"
   else
     fail "sockets $1 vs $2: rank 0 exit $rc0: $out0"
+  fi
+done
+
+# DISTCOMM_SHM=0 on rank 0 only: one rank sets up shared memory, the other
+# goes on to its first op; both fail within 3 s naming the variable.
+base=$(mp_port_base)
+printf '[["127.0.0.1:%d"],["127.0.0.1:%d"]]\n' "$base" $((base + 1)) >"$mp_tmp/hf_shm.json"
+t0=$(now_ms)
+MLX_RANK=0 MLX_HOSTFILE="$mp_tmp/hf_shm.json" DISTCOMM_SHM=0 DISTCOMM_TIMEOUT=20 \
+  timeout -k 2 30 "$probe" init >"$mp_tmp/h0" 2>&1 &
+p0=$!
+mp_pids+=($p0)
+MLX_RANK=1 MLX_HOSTFILE="$mp_tmp/hf_shm.json" DISTCOMM_TIMEOUT=20 \
+  timeout -k 2 30 "$probe" init >"$mp_tmp/h1" 2>&1
+rc1=$?
+wait $p0
+rc0=$? dt=$(($(now_ms) - t0))
+for r in 0 1; do
+  out=$(cat "$mp_tmp/h$r")
+  rc=$rc0
+  [ $r -eq 1 ] && rc=$rc1
+  if [ $rc -ne 0 ] && [ $dt -lt 3000 ] && contains "$out" "ERR_MISMATCH" \
+    "DISTCOMM_SHM"; then
+    ok "DISTCOMM_SHM=0 on rank 0 only, rank $r failed ($dt ms): $out"
+  else
+    fail "DISTCOMM_SHM=0 on rank 0 only, rank $r: exit $rc after $dt ms: $out"
   fi
 done
 mp_finish

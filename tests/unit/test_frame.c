@@ -356,6 +356,18 @@ static void test_diff(void **state) {
   assert_string_equal(t, "it sent broadcast from root 3, this rank expects "
                          "root 0");
 
+  /* shared-memory set-up on one side only: DISTCOMM_SHM is named */
+  want = typical;
+  want.opcode = DC_OPC_SETUP;
+  dc_frame_diff(&want, &typical, t, sizeof t);
+  assert_non_null(strstr(t, "DISTCOMM_SHM"));
+  dc_frame_diff(&typical, &want, t, sizeof t);
+  assert_non_null(strstr(t, "DISTCOMM_SHM"));
+  got = typical;
+  got.count = 11;
+  dc_frame_diff(&typical, &got, t, sizeof t);
+  assert_null(strstr(t, "DISTCOMM_SHM"));
+
   /* len, and aux outside broadcast, are compared too: the text is not
    * empty, though it does not name them (both sides read alike) */
   got = typical;

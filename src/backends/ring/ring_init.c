@@ -91,8 +91,12 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
    * connecting, so that a failure the hooks report poisons the mesh. */
   dc_mesh_hooks h = dc_group_hooks(g);
   dc_status st = dc_mesh_open(&h, &plan, &R->tcp, err, errlen);
-  if (st != DC_OK && !err[0]) /* the detail went through the hooks */
-    snprintf(err, errlen, "%s", g->err);
+  /* A failure the hooks reported is in g->err after "init: ", which the
+   * caller writes itself. */
+  if (st != DC_OK && !err[0]) {
+    size_t skip = strncmp(g->err, "init: ", 6) == 0 ? 6 : 0;
+    snprintf(err, errlen, "%s", g->err + skip);
+  }
   g->op_name = NULL;
   if (st != DC_OK) {
     dc_group_free(g);
