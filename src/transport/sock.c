@@ -40,7 +40,9 @@ int dc_sock_same_ip(const void *sa, const void *sb) {
   return 0;
 }
 
-void dc_sock_tune(int fd) {
+/* TCP_NODELAY: dc_sock_connect and dc_sock_accept give non-blocking
+ * sockets tuned so. */
+static void tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
@@ -117,7 +119,7 @@ dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
   while (dc_now() < deadline) {
     int r = try_connect(a, deadline, fd);
     if (r == 1) {
-      dc_sock_tune(*fd);
+      tune(*fd);
       return DC_OK;
     }
     if (r < 0) {
@@ -140,7 +142,7 @@ dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
                   SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (*fd >= 0) {
       dc_sock_name(&ss, peer, peerlen);
-      dc_sock_tune(*fd);
+      tune(*fd);
       return DC_OK;
     }
     if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {

@@ -17,16 +17,14 @@ dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen);
 dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
                           size_t errlen);
 
-/* Accept one connection before deadline. DC_ERR_TIMEOUT when none came. */
+/* Accept one connection before deadline. DC_ERR_TIMEOUT when none came.
+ * Both give non-blocking sockets with TCP_NODELAY. */
 dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
                          size_t peerlen, char *err, size_t errlen);
 
 /* Two sockaddrs (IPv4 or IPv6) name the same IP address; ports aside. */
 int dc_sock_same_ip(const void *a, const void *b);
 
-/* TCP_NODELAY (dc_sock_connect and dc_sock_accept give non-blocking
- * sockets tuned so). */
-void dc_sock_tune(int fd);
 /* Keepalive probes, so that a silent dead host shows: only for peers on
  * other hosts (a same-host peer's death closes its sockets, and with 255
  * same-host peers the four calls per socket were a tenth of set-up). */
