@@ -68,7 +68,8 @@ static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
   while (environ[n_env] != NULL)
     n_env++;
   *re = (struct rank_env){0};
-  re->v = malloc((n_env + o->n_envs + 7) * sizeof *re->v);
+  size_t cap = sizeof re->own / sizeof re->own[0] + o->n_envs + n_env + 1;
+  re->v = malloc(cap * sizeof *re->v);
   snprintf(num[0], sizeof num[0], "%d", rank);
   snprintf(num[1], sizeof num[1], "%ld", o->nranks);
   bool ok = re->v != NULL && (re->own[k++] = kv("MLX_RANK", num[0])) &&
@@ -84,9 +85,9 @@ static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
   for (size_t i = o->n_envs; i-- > 0;)
     if (!named(o->envs[i], re->v, n))
       re->v[n++] = (char *)o->envs[i];
-  size_t first_ours = n;
+  size_t ours = n; /* the environment yields to these */
   for (size_t i = 0; i < n_env; i++)
-    if (!named(environ[i], re->v, first_ours))
+    if (!named(environ[i], re->v, ours))
       re->v[n++] = environ[i];
   re->v[n] = NULL;
   return true;
