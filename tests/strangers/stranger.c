@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/env.h"
 #include "transport/frame.h"
 
 static double now(void) {
@@ -111,11 +112,8 @@ static int until_closed(int fd, double secs, unsigned char *got, size_t *n,
 }
 
 /* The ranks' connections per pair: one address each, DISTCOMM_SOCKETS
- * (2 when unset), as the jobs the tests start. */
-static uint32_t lanes(void) {
-  const char *s = getenv("DISTCOMM_SOCKETS");
-  return s && *s ? (uint32_t)atoi(s) : 2u;
-}
+ * read as the library reads it, as the jobs the tests start. */
+static uint32_t lanes(void) { return (uint32_t)dc_env_int(DC_ENV_SOCKETS); }
 
 static dc_hello hello(uint64_t job, uint32_t size, int token) {
   dc_hello h = {.kind = DC_HELLO,
