@@ -96,10 +96,14 @@ for i in "${!spids[@]}"; do
 done
 
 # refused_as NAME WORDS: the rank's log names this stranger's address and why.
+# A stranger that closed early may see its source port reused by a later
+# one, so an address can have two lines: take the one that says why.
 refused_as() {
-  local name=$1 why=$2 from line
+  local name=$1 why=$2 from lines line
   from=$(sed -n 's/^stranger [a-z-]* from \([0-9.:]*\)$/\1/p' "$mp_tmp/s.$name")
-  line=$(grep "refused a connection from $from: " "$log" | head -1)
+  lines=$(grep "refused a connection from $from: " "$log")
+  line=$(grep -F -- "$why" <<<"$lines" | head -1)
+  [ -n "$line" ] || line=$(head -1 <<<"$lines")
   if [ -n "$from" ] && contains "$line" "$why"; then
     ok "$name ($from) refused: ${line#*: }"
   else
@@ -129,7 +133,8 @@ held="silent1 silent2 silent3 silent4 silent5 silent6 silent7 silent8 squat"
 for name in $held; do
   refused_as "$name" " "
   from=$(sed -n 's/^stranger [a-z-]* from \([0-9.:]*\)$/\1/p' "$mp_tmp/s.$name")
-  at=$(grep -n "refused a connection from $from: " "$log" | head -1 | cut -d: -f1)
+  # The held ones connect last, so their line is the address's last one.
+  at=$(grep -n "refused a connection from $from: " "$log" | tail -1 | cut -d: -f1)
   if [ -z "$rank1" ] || [ -z "$at" ] || [ "$at" -lt "$rank1" ]; then
     fail "$name dropped at log line ${at:-never}, rank 1 accepted at ${rank1:-never}: set-up waited for it"
   fi
