@@ -18,6 +18,10 @@ import distcomm.torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 needs2 = pytest.mark.skipif(SIZE < 2, reason="needs 2 ranks")
+# The tests that start their own job of two (each process imports torch:
+# seconds) do not depend on the launch around them: they run in the 1-rank
+# launch (python.torch_1) only, not once more per launch size.
+own_job = pytest.mark.skipif(SIZE != 1, reason="runs its own job, in the 1-rank launch")
 
 
 @needs2
@@ -68,11 +72,10 @@ def hostfile_of(tmp_path, n):
 
 
 @pytest.mark.parametrize("master", [False, True], ids=["own store", "MASTER_ADDR"])
+@own_job
 def test_torchrun_variables_with_a_hostfile(master, tmp_path):
     """RANK and WORLD_SIZE (torchrun's) stand in for MLX_RANK; with
     MASTER_ADDR/MASTER_PORT torch's own env:// store is used."""
-    if RANK != 0:
-        pytest.skip("runs its own job, once per launch")
     hostfile = hostfile_of(tmp_path, 2)
     master_env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_ports(1)[0])}
     worker = os.path.join(HERE, "torch_peer_worker.py")
@@ -90,11 +93,10 @@ def test_torchrun_variables_with_a_hostfile(master, tmp_path):
     assert outs == [["0", "2", "2"], ["1", "2", "2"]]
 
 
+@own_job
 def test_torch_and_distcomm_disagreeing_on_the_rank_is_an_error(tmp_path):
     """torchrun's RANK says one thing and MLX_RANK another: both ranks stop
     at init_process_group with an error that gives both."""
-    if RANK != 0:
-        pytest.skip("runs its own job, once per launch")
     hostfile = hostfile_of(tmp_path, 2)
     master = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_ports(1)[0])}
     worker = os.path.join(HERE, "torch_peer_worker.py")
@@ -123,9 +125,8 @@ def test_a_subgroup_made_past_the_wrapper_is_refused():
     dist.barrier()
 
 
+@own_job
 def test_a_distcomm_subgroup_of_a_gloo_world_is_refused(tmp_path):
-    if RANK != 0:
-        pytest.skip("runs its own job, once per launch")
     hostfile = hostfile_of(tmp_path, 2)
     worker = os.path.join(HERE, "torch_peer_worker.py")
     procs = [subprocess.Popen([sys.executable, worker, "gloo_default"], stdout=subprocess.PIPE,
@@ -142,13 +143,12 @@ def test_a_distcomm_subgroup_of_a_gloo_world_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["all_reduce", "ddp", "ddp_async", "ddp_hook", "async"])
+@own_job
 def test_killed_peer_raises_naming_it(mode, tmp_path):
     """A job of two started by hand (the launcher would stop the survivor):
     rank 1 is killed with SIGKILL while rank 0 waits on it; rank 0 then
     exits cleanly (issue 17: with "ddp_hook" it used to abort at exit with
     torch's "terminate called after throwing", see _Completer)."""
-    if RANK != 0:
-        pytest.skip("runs its own job, once per launch")
     hostfile = hostfile_of(tmp_path, 2)
     worker = os.path.join(HERE, "torch_peer_worker.py")
     procs = [subprocess.Popen([sys.executable, worker, mode], stdout=subprocess.PIPE,
