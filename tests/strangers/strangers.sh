@@ -95,12 +95,15 @@ for i in "${!spids[@]}"; do
   fi
 done
 
+# address_of NAME: the address a stranger connected from, as it printed it.
+address_of() { sed -n 's/^stranger [a-z-]* from \([0-9.:]*\)$/\1/p' "$mp_tmp/s.$1"; }
+
 # refused_as NAME WORDS: the rank's log names this stranger's address and why.
 # A stranger that closed early may see its source port reused by a later
 # one, so an address can have two lines: take the one that says why.
 refused_as() {
   local name=$1 why=$2 from lines line
-  from=$(sed -n 's/^stranger [a-z-]* from \([0-9.:]*\)$/\1/p' "$mp_tmp/s.$name")
+  from=$(address_of "$name")
   lines=$(grep "refused a connection from $from: " "$log")
   line=$(grep -F -- "$why" <<<"$lines" | head -1)
   [ -n "$line" ] || line=$(head -1 <<<"$lines")
@@ -132,7 +135,7 @@ held="silent1 silent2 silent3 silent4 silent5 silent6 silent7 silent8 squat"
 [ "$mode" = hand ] && held=${held% squat} && refused_as squat "the accepting rank has none"
 for name in $held; do
   refused_as "$name" " "
-  from=$(sed -n 's/^stranger [a-z-]* from \([0-9.:]*\)$/\1/p' "$mp_tmp/s.$name")
+  from=$(address_of "$name")
   # The held ones connect last, so their line is the address's last one.
   at=$(grep -n "refused a connection from $from: " "$log" | tail -1 | cut -d: -f1)
   if [ -z "$rank1" ] || [ -z "$at" ] || [ "$at" -lt "$rank1" ]; then
