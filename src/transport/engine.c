@@ -105,10 +105,12 @@ dc_shm_seg *dc_mesh_new_segs(dc_mesh *t, int n) {
 }
 
 void dc_mesh_wire_pipes(dc_mesh *t, int peer, int lane, dc_pipe *tx,
-                        dc_pipe *rx) {
+                        size_t tx_cap, dc_pipe *rx, size_t rx_cap) {
   dc_conn *k = &t->conns[peer * t->lanes + lane];
   k->tx = tx;
   k->rx = rx;
+  k->tx_cap = tx_cap;
+  k->rx_cap = rx_cap;
   k->link = &dc_link_pipe;
   dc_mesh_seal(t, peer, lane, NULL); /* shared memory: not authenticated */
 }

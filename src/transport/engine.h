@@ -38,6 +38,7 @@ typedef struct dc_conn {
    * shared-memory pipes; fd only watches the peer's life and carries abort
    * frames. */
   struct dc_pipe *tx, *rx;
+  size_t tx_cap, rx_cap;      /* their sizes (dc_shm_seg's cap) */
   uint64_t tx_tail;           /* our copy of the consumer's tail of tx */
   uint64_t mb_sent, mb_taken; /* mailbox of tx: ours, our copy of theirs */
   uint64_t mb_got;            /* mailbox of rx: messages taken */
@@ -95,9 +96,10 @@ void dc_mesh_seal(dc_mesh *t, int peer, int lane, struct dc_seal *seal);
  * NULL when out of memory. */
 struct dc_shm_seg *dc_mesh_new_segs(dc_mesh *t, int n);
 /* The connection's link becomes a pipe link (dc_link_pipe): its bytes go
- * through tx and rx from now on, its socket stays the control path. */
+ * through tx and rx (of tx_cap and rx_cap bytes) from now on, its socket
+ * stays the control path. */
 void dc_mesh_wire_pipes(dc_mesh *t, int peer, int lane, struct dc_pipe *tx,
-                        struct dc_pipe *rx);
+                        size_t tx_cap, struct dc_pipe *rx, size_t rx_cap);
 void dc_mesh_set_pid(dc_mesh *t, int peer, int pid);
 /* Single copy: offered (pull) when one_host, used when pull_ok; forced
  * skips the choice between single copy and pipes (algo/tune.h). */

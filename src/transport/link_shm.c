@@ -18,7 +18,8 @@ _Static_assert(DC_MBOX_HDR == DC_FRAME_BYTES, "a mailbox slot holds a frame");
 _Static_assert(sizeof(dc_mbox_slot) == 64, "a mailbox slot is one line");
 
 static ssize_t pipe_read(dc_conn *k, void *p, size_t n) {
-  return (ssize_t)dc_pipe_read(k->rx, p, n < SHM_STEP ? n : SHM_STEP);
+  return (ssize_t)dc_pipe_read(k->rx, k->rx_cap, p,
+                               n < SHM_STEP ? n : SHM_STEP);
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -47,7 +48,8 @@ static ssize_t pipe_send(dc_xstep *s) {
   if (left)
     iov[n++] = (struct iovec){(char *)s->x->buf + s->done,
                               left < SHM_STEP ? left : SHM_STEP};
-  size_t w = dc_pipe_write(s->conn->tx, &s->conn->tx_tail, iov, n);
+  size_t w =
+      dc_pipe_write(s->conn->tx, s->conn->tx_cap, &s->conn->tx_tail, iov, n);
   if (w == 0)
     return 0;
   size_t h = DC_FRAME_BYTES - s->hdr_done;
@@ -65,7 +67,7 @@ static ssize_t pipe_send(dc_xstep *s) {
 static ssize_t reduce_from_pipe(dc_comm *c, dc_xstep *s, size_t left) {
   size_t es = dc_dtype_size(c->dtype);
   const unsigned char *at;
-  size_t k = s->in_window ? 0 : dc_pipe_peek(s->conn->rx, &at);
+  size_t k = s->in_window ? 0 : dc_pipe_peek(s->conn->rx, s->conn->rx_cap, &at);
   k = (k < left ? k : left);
   k = (k < SHM_STEP ? k : SHM_STEP) / es * es;
   if (k == 0)
@@ -104,7 +106,7 @@ static ssize_t small_from_pipe(dc_mesh *t, dc_comm *c, dc_xstep *s,
                                dc_status *st) {
   const unsigned char *at;
   size_t want = DC_FRAME_BYTES + s->x->len;
-  if (dc_pipe_peek(s->conn->rx, &at) < want)
+  if (dc_pipe_peek(s->conn->rx, s->conn->rx_cap, &at) < want)
     return 0;
   s->hdr_done = DC_FRAME_BYTES;
   if (!dc_xstep_header_ok(t, c, s, at, st))
@@ -188,14 +190,16 @@ static short pipe_events(int is_send, int *sleeps) {
  * checked again after the second: a frame sent later does not count. */
 static int pipe_crossed(dc_xstep *s) {
   dc_pipe *rx = s->conn->rx;
+  size_t cap = s->conn->rx_cap;
   unsigned char h[DC_FRAME_BYTES];
   const unsigned char *at;
   const dc_mbox_slot *m;
   if (s->x->len <= DC_MBOX_PAYLOAD) {
-    if (!dc_pipe_look(rx, h, sizeof h) || dc_mbox_peek(rx, s->conn->mb_got))
+    if (!dc_pipe_look(rx, cap, h, sizeof h) ||
+        dc_mbox_peek(rx, s->conn->mb_got))
       return 0;
   } else {
-    if (!(m = dc_mbox_peek(rx, s->conn->mb_got)) || dc_pipe_peek(rx, &at))
+    if (!(m = dc_mbox_peek(rx, s->conn->mb_got)) || dc_pipe_peek(rx, cap, &at))
       return 0;
     memcpy(h, m->hdr, sizeof h);
   }

@@ -85,9 +85,10 @@ static void wire(shm_plan *s, int i, const dc_shm_seg *mine,
   dc_mesh *t = s->t;
   int q = s->peers[i], me = s->p->rank, lanes = t->lanes;
   for (int l = 0; l < lanes; l++) {
-    dc_mesh_wire_pipes(t, q, l,
-                       dc_shm_pipe(theirs, (size_t)(pos(s, q, me) * lanes + l)),
-                       dc_shm_pipe(mine, (size_t)(pos(s, me, q) * lanes + l)));
+    dc_mesh_wire_pipes(
+        t, q, l, dc_shm_pipe(theirs, (size_t)(pos(s, q, me) * lanes + l)),
+        theirs->cap, dc_shm_pipe(mine, (size_t)(pos(s, me, q) * lanes + l)),
+        mine->cap);
   }
 }
 

@@ -15,12 +15,6 @@
 
 #include "config/env.h"
 
-/* A pipe's size, from its header: the mask keeps a bad one inside data. */
-static size_t cap_of(const dc_pipe *p) {
-  return p->cap ? (size_t)((p->cap - 1) & (DC_PIPE_BYTES - 1)) + 1
-                : DC_PIPE_BYTES;
-}
-
 static uint64_t mix(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
   for (size_t i = 0; i < n; i++)
@@ -163,22 +157,6 @@ static dc_status map(dc_shm_seg *s, int fd, size_t bytes, char *err,
   return DC_OK;
 }
 
-/* A new file is zero-filled: every pipe starts empty, and a cap of 0 is
- * DC_PIPE_BYTES; smaller pipes get their size written (before any peer
- * knows the name) through the file, not the mapping: a mapping would
- * fault in every pipe's header page, and with 255 peers that was most of
- * the segment's set-up (20 us a fault on a paravirtual VM), for pipes of
- * which an op may use a handful. */
-static int write_caps(int fd, size_t npipes) {
-  uint64_t cap = dc_pipe_cap(npipes);
-  for (size_t i = 0; cap != DC_PIPE_BYTES && i < npipes; i++) {
-    off_t at = (off_t)(i * stride(npipes) + offsetof(dc_pipe, cap));
-    if (pwrite(fd, &cap, sizeof cap, at) != (ssize_t)sizeof cap)
-      return 0;
-  }
-  return 1;
-}
-
 dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
                         char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
@@ -199,18 +177,16 @@ dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
     dc_shm_close(s);
     return DC_ERR_SYSTEM;
   }
-  if (!write_caps(fd, npipes)) {
-    snprintf(err, errlen, "writing the pipes of %s: %s", name, strerror(errno));
-    close(fd);
-    dc_shm_close(s);
-    return DC_ERR_SYSTEM;
-  }
+  /* A new file is zero-filled, so every pipe starts empty and nothing is
+   * written to it: a write per pipe cost a page each (with 255 peers, a
+   * tenth of the job's set-up CPU: bench/many-ranks.md). */
   dc_status st = map(s, fd, seg_bytes(npipes), err, errlen);
   if (st != DC_OK) {
     dc_shm_close(s);
     return st;
   }
   s->stride = stride(npipes);
+  s->cap = dc_pipe_cap(npipes);
   return DC_OK;
 }
 
@@ -240,6 +216,7 @@ dc_status dc_shm_attach(dc_shm_seg *s, const char *name, size_t npipes,
     return DC_ERR_SYSTEM;
   }
   s->stride = stride(npipes);
+  s->cap = dc_pipe_cap(npipes);
   return map(s, fd, seg_bytes(npipes), err, errlen);
 }
 
@@ -273,10 +250,10 @@ static size_t wanted(const struct iovec *iov, int n) {
   return w;
 }
 
-size_t dc_pipe_write(dc_pipe *p, uint64_t *tail, const struct iovec *iov,
-                     int n) {
+size_t dc_pipe_write(dc_pipe *p, size_t cap, uint64_t *tail,
+                     const struct iovec *iov, int n) {
   uint64_t head = atomic_load_explicit(&p->head, memory_order_relaxed);
-  size_t cap = cap_of(p), room = cap - (size_t)(head - *tail), done = 0;
+  size_t room = cap - (size_t)(head - *tail), done = 0;
   if (room < wanted(iov, n)) { /* looks full: see what the consumer freed */
     *tail = atomic_load_explicit(&p->tail, memory_order_acquire);
     room = cap - (size_t)(head - *tail);
@@ -292,10 +269,10 @@ size_t dc_pipe_write(dc_pipe *p, uint64_t *tail, const struct iovec *iov,
   return done;
 }
 
-size_t dc_pipe_peek(dc_pipe *p, const unsigned char **at) {
+size_t dc_pipe_peek(dc_pipe *p, size_t cap, const unsigned char **at) {
   uint64_t tail = atomic_load_explicit(&p->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
-  size_t cap = cap_of(p), off = (size_t)tail & (cap - 1);
+  size_t off = (size_t)tail & (cap - 1);
   size_t avail = (size_t)(head - tail);
   *at = p->data + off;
   return avail < cap - off ? avail : cap - off;
@@ -306,11 +283,11 @@ void dc_pipe_consume(dc_pipe *p, size_t n) {
   atomic_store_explicit(&p->tail, tail + n, memory_order_release);
 }
 
-size_t dc_pipe_read(dc_pipe *p, void *dst, size_t n) {
+size_t dc_pipe_read(dc_pipe *p, size_t cap, void *dst, size_t n) {
   size_t done = 0;
   while (done < n) { /* at most two contiguous pieces */
     const unsigned char *at;
-    size_t k = dc_pipe_peek(p, &at);
+    size_t k = dc_pipe_peek(p, cap, &at);
     if (k == 0)
       break;
     if (k > n - done)
@@ -322,12 +299,12 @@ size_t dc_pipe_read(dc_pipe *p, void *dst, size_t n) {
   return done;
 }
 
-size_t dc_pipe_look(dc_pipe *p, void *dst, size_t n) {
+size_t dc_pipe_look(dc_pipe *p, size_t cap, void *dst, size_t n) {
   uint64_t tail = atomic_load_explicit(&p->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
   if (head - tail < n)
     return 0;
-  size_t cap = cap_of(p), at = (size_t)tail & (cap - 1), first = cap - at;
+  size_t at = (size_t)tail & (cap - 1), first = cap - at;
   if (first > n)
     first = n;
   memcpy(dst, p->data + at, first);

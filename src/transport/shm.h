@@ -45,8 +45,7 @@ typedef struct dc_mbox_slot {
 } dc_mbox_slot;
 
 typedef struct dc_pipe {
-  _Alignas(64) _Atomic uint64_t head; /* bytes written, by the producer */
-  uint64_t cap; /* bytes data holds (a power of two); 0: DC_PIPE_BYTES */
+  _Alignas(64) _Atomic uint64_t head;  /* bytes written, by the producer */
   _Alignas(64) _Atomic uint64_t tail;  /* bytes read, by the consumer */
   _Alignas(64) _Atomic uint64_t taken; /* mailbox messages read */
   /* Bytes of point-to-point messages the consumer has read straight from
@@ -61,6 +60,7 @@ typedef struct dc_shm_seg {
   void *base;
   size_t bytes;
   size_t stride; /* bytes from one pipe to the next */
+  size_t cap;    /* bytes each pipe's data holds: dc_pipe_cap */
   char name[DC_SHM_NAME_BYTES];
   int owner; /* created by this process: unlink it */
   int unlinked;
@@ -113,20 +113,24 @@ static inline dc_pipe *dc_shm_pipe(const dc_shm_seg *s, size_t i) {
   return (dc_pipe *)((char *)s->base + i * s->stride);
 }
 
-/* Write what fits of the iovecs; 0 when the pipe is full. *tail is the
+/* cap is the pipe's size as both ends computed it (the segment's cap):
+ * never read from the shared header, so a peer cannot make us write or
+ * read outside the pipe, and making a segment writes no header.
+ *
+ * Write what fits of the iovecs; 0 when the pipe is full. *tail is the
  * producer's own copy of the consumer's tail: it is re-read from the pipe
  * only when the pipe looks full, which saves a cache-line transfer per
  * message (start it at 0). */
-size_t dc_pipe_write(dc_pipe *p, uint64_t *tail, const struct iovec *iov,
-                     int n);
+size_t dc_pipe_write(dc_pipe *p, size_t cap, uint64_t *tail,
+                     const struct iovec *iov, int n);
 /* Read up to n bytes; 0 when the pipe is empty. */
-size_t dc_pipe_read(dc_pipe *p, void *dst, size_t n);
+size_t dc_pipe_read(dc_pipe *p, size_t cap, void *dst, size_t n);
 /* Readable bytes contiguous at the tail (for reducing in place). */
-size_t dc_pipe_peek(dc_pipe *p, const unsigned char **at);
+size_t dc_pipe_peek(dc_pipe *p, size_t cap, const unsigned char **at);
 void dc_pipe_consume(dc_pipe *p, size_t n);
 /* Copy n readable bytes at the tail without consuming them; 0 when fewer
  * than n are there. */
-size_t dc_pipe_look(dc_pipe *p, void *dst, size_t n);
+size_t dc_pipe_look(dc_pipe *p, size_t cap, void *dst, size_t n);
 
 /* Mailbox beside the pipe, for frames whose payload fits a slot. A frame
  * goes by mailbox exactly when its payload is at most DC_MBOX_PAYLOAD, so

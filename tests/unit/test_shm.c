@@ -40,8 +40,8 @@ static void test_pipe_stream_wraps(void **state) {
   while (r < 3 * DC_PIPE_BYTES) {
     size_t want = 3 * DC_PIPE_BYTES - w < piece ? 3 * DC_PIPE_BYTES - w : piece;
     struct iovec iov = {out + w, want};
-    w += dc_pipe_write(p, &tail, &iov, 1);
-    r += dc_pipe_read(p, in + r, piece * 3 / 2 + 1);
+    w += dc_pipe_write(p, DC_PIPE_BYTES, &tail, &iov, 1);
+    r += dc_pipe_read(p, DC_PIPE_BYTES, in + r, piece * 3 / 2 + 1);
     piece = piece * 3 % 100003 + 1;
   }
   assert_memory_equal(in, out, 3 * DC_PIPE_BYTES);
@@ -57,19 +57,22 @@ static void test_pipe_flow_control(void **state) {
   static unsigned char big[DC_PIPE_BYTES + 100];
   struct iovec iov[2] = {{big, 10}, {big, sizeof big}};
   uint64_t tail = 0;
-  assert_int_equal(dc_pipe_write(p, &tail, iov, 2), DC_PIPE_BYTES);
-  assert_int_equal(dc_pipe_write(p, &tail, iov, 1), 0);
+  assert_int_equal(dc_pipe_write(p, DC_PIPE_BYTES, &tail, iov, 2),
+                   DC_PIPE_BYTES);
+  assert_int_equal(dc_pipe_write(p, DC_PIPE_BYTES, &tail, iov, 1), 0);
   unsigned char b[16];
-  assert_int_equal(dc_pipe_read(p, b, 16), 16);
-  assert_int_equal(dc_pipe_write(p, &tail, iov, 2), 16); /* re-reads tail */
+  assert_int_equal(dc_pipe_read(p, DC_PIPE_BYTES, b, 16), 16);
+  assert_int_equal(dc_pipe_write(p, DC_PIPE_BYTES, &tail, iov, 2),
+                   16); /* re-reads tail */
   const unsigned char *at;
-  assert_int_equal(dc_pipe_peek(p, &at),
+  assert_int_equal(dc_pipe_peek(p, DC_PIPE_BYTES, &at),
                    DC_PIPE_BYTES - 16); /* up to the end */
   dc_pipe_consume(p, DC_PIPE_BYTES - 16);
-  assert_int_equal(dc_pipe_peek(p, &at), 16); /* the wrapped part */
+  assert_int_equal(dc_pipe_peek(p, DC_PIPE_BYTES, &at),
+                   16); /* the wrapped part */
   assert_ptr_equal(at, p->data);
   dc_pipe_consume(p, 16);
-  assert_int_equal(dc_pipe_read(p, b, 16), 0);
+  assert_int_equal(dc_pipe_read(p, DC_PIPE_BYTES, b, 16), 0);
   free(p);
 }
 
@@ -80,20 +83,23 @@ static void test_pipe_look(void **state) {
   static unsigned char fill[DC_PIPE_BYTES - 10];
   uint64_t tail = 0;
   struct iovec iov = {fill, sizeof fill};
-  assert_int_equal(dc_pipe_write(p, &tail, &iov, 1), sizeof fill);
+  assert_int_equal(dc_pipe_write(p, DC_PIPE_BYTES, &tail, &iov, 1),
+                   sizeof fill);
   dc_pipe_consume(p, sizeof fill); /* next bytes start 10 before the end */
   unsigned char msg[32], got[32];
   for (int i = 0; i < 32; i++)
     msg[i] = (unsigned char)(i + 1);
   iov = (struct iovec){msg, 20};
-  assert_int_equal(dc_pipe_write(p, &tail, &iov, 1), 20);
-  assert_int_equal(dc_pipe_look(p, got, 32), 0); /* not all there */
+  assert_int_equal(dc_pipe_write(p, DC_PIPE_BYTES, &tail, &iov, 1), 20);
+  assert_int_equal(dc_pipe_look(p, DC_PIPE_BYTES, got, 32),
+                   0); /* not all there */
   iov = (struct iovec){msg + 20, 12};
-  assert_int_equal(dc_pipe_write(p, &tail, &iov, 1), 12);
-  assert_int_equal(dc_pipe_look(p, got, 32), 32);
+  assert_int_equal(dc_pipe_write(p, DC_PIPE_BYTES, &tail, &iov, 1), 12);
+  assert_int_equal(dc_pipe_look(p, DC_PIPE_BYTES, got, 32), 32);
   assert_memory_equal(got, msg, 32);
   memset(got, 0, sizeof got);
-  assert_int_equal(dc_pipe_read(p, got, 32), 32); /* still there */
+  assert_int_equal(dc_pipe_read(p, DC_PIPE_BYTES, got, 32),
+                   32); /* still there */
   assert_memory_equal(got, msg, 32);
   free(p);
 }
@@ -222,9 +228,9 @@ static void test_segment_mode_and_exclusive(void **state) {
   dc_pipe *pa = dc_shm_pipe(&a, 1), *pb = dc_shm_pipe(&b, 1);
   struct iovec iov = {"hello", 5};
   uint64_t tail = 0;
-  assert_int_equal(dc_pipe_write(pa, &tail, &iov, 1), 5);
+  assert_int_equal(dc_pipe_write(pa, a.cap, &tail, &iov, 1), 5);
   char got[8] = "";
-  assert_int_equal(dc_pipe_read(pb, got, 8), 5);
+  assert_int_equal(dc_pipe_read(pb, b.cap, got, 8), 5);
   assert_string_equal(got, "hello");
   dc_shm_close(&b);
   dc_shm_close(&a); /* the owner unlinks */
@@ -255,6 +261,8 @@ static void test_many_pipes_are_smaller(void **state) {
   assert_int_equal(dc_shm_attach(&b, name, NP, err, sizeof err), DC_OK);
   size_t cap = dc_pipe_cap(NP), total = 5 * cap + 123;
   assert_true(cap < DC_PIPE_BYTES);
+  assert_int_equal(a.cap, cap); /* both ends size the pipes alike */
+  assert_int_equal(b.cap, cap);
   assert_int_equal(a.bytes, NP * (offsetof(dc_pipe, data) + cap));
   dc_pipe *w = dc_shm_pipe(&a, 7), *r = dc_shm_pipe(&b, 7);
   unsigned char *out = malloc(total), *in = malloc(total);
@@ -265,10 +273,10 @@ static void test_many_pipes_are_smaller(void **state) {
   while (got < total) {
     size_t want = total - wrote < piece ? total - wrote : piece;
     struct iovec iov = {out + wrote, want};
-    size_t k = dc_pipe_write(w, &tail, &iov, 1);
+    size_t k = dc_pipe_write(w, a.cap, &tail, &iov, 1);
     assert_true(wrote + k - got <= cap); /* never more than the pipe holds */
     wrote += k;
-    got += dc_pipe_read(r, in + got, piece * 2 + 1);
+    got += dc_pipe_read(r, b.cap, in + got, piece * 2 + 1);
     piece = piece * 3 % 40009 + 1;
   }
   assert_memory_equal(in, out, total);
@@ -277,7 +285,6 @@ static void test_many_pipes_are_smaller(void **state) {
       dc_pipe *q = dc_shm_pipe(&b, i);
       assert_int_equal(atomic_load(&q->head), 0);
       assert_int_equal(atomic_load(&q->tail), 0);
-      assert_int_equal(q->cap, cap);
       for (size_t j = 0; j < cap; j += 4096)
         assert_int_equal(q->data[j], 0);
     }
