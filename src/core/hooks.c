@@ -19,6 +19,8 @@ static int group_interrupt(void *arg) {
 static double group_timeout(void *arg) { return ((dc_group *)arg)->timeout_s; }
 
 static void group_log(void *arg, const char *fmt, va_list ap) {
+  if (!((dc_group *)arg)->verbose) /* set-up logs a line per connection */
+    return;
   char line[512];
   vsnprintf(line, sizeof line, fmt, ap);
   dc_log(arg, "%s", line);
