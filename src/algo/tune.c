@@ -23,8 +23,11 @@ int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes) {
     return t->mode == DC_TUNE_PULL;
   dc_tune_class *k = class_of(t, kind, bytes);
   unsigned call = k->calls++;
-  if (call < DC_TUNE_EXPLORE)
-    return call % 2 == 0;
+  if (call < DC_TUNE_EXPLORE) /* pull first, then the pipes */
+    return call / DC_TUNE_BURST % 2 == 0;
+  unsigned in_burst = call % DC_TUNE_RETRY;
+  if (in_burst > 0 && in_burst < DC_TUNE_BURST)
+    return k->trying; /* the burst keeps its path whatever it measured */
   float pull = best(k, 1), pipes = best(k, 0);
   int faster;
   if (pull == 0 || pipes == 0) /* the one with figures; pull if neither */
@@ -32,7 +35,8 @@ int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes) {
   else
     faster = pull < pipes;
   /* now and then the other path again: the machine may have changed */
-  return call % DC_TUNE_RETRY == 0 ? !faster : faster;
+  k->trying = !faster;
+  return in_burst == 0 ? !faster : faster;
 }
 
 void dc_tune_record(dc_tune *t, dc_tune_kind kind, size_t bytes, int pulled,

@@ -40,12 +40,19 @@ typedef enum dc_tune_mode {
   DC_TUNE_PIPES /* never */
 } dc_tune_mode;
 
+/* A path's first call after the other's is slow (caches, page tables,
+ * the pipes' pages: 1.5-5x on the slow VM of bench/shm-tuning.md), so a
+ * path is tried in bursts of DC_TUNE_BURST calls: the warm one then
+ * counts among its best, as the path in use has its warm calls. With
+ * single tries, the path in use won every retry by that penalty alone. */
 #define DC_TUNE_SAMPLES 4 /* the best of the last few: noise only adds */
-#define DC_TUNE_EXPLORE 4 /* first calls of a class alternate the two */
-#define DC_TUNE_RETRY 64  /* then the other one is tried once per this */
+#define DC_TUNE_BURST 2   /* calls of a path in a row when trying it */
+#define DC_TUNE_EXPLORE 4 /* first calls: a burst of each path */
+#define DC_TUNE_RETRY 64  /* then a burst of the other per this many */
 
 typedef struct dc_tune_class {
   unsigned calls;
+  int trying;                        /* the path of the current retry */
   unsigned n[2];                     /* samples taken, [0] pipes, [1] pull */
   float seconds[2][DC_TUNE_SAMPLES]; /* per call */
 } dc_tune_class;
