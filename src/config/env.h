@@ -51,7 +51,8 @@
   X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,            \
     "1: connect ring neighbours only, as MLX's ring does")                     \
   X(SHM, "DISTCOMM_SHM", SWITCH, "1", 0, 0,                                    \
-    "0: ranks on one host talk over TCP instead of shared memory")             \
+    "0: ranks on one host talk over TCP instead of shared memory (and "        \
+    "connect over TCP, not Unix sockets)")                                     \
   X(CMA, "DISTCOMM_CMA", SWITCH, "auto", 0, 0,                                 \
     "single copy (process_vm_readv) for large collectives on one host: "       \
     "0 never, 1 always, auto: the faster, timed per op and size")              \

@@ -35,6 +35,7 @@ typedef struct acceptor {
   dc_mesh *t;
   const dc_mesh_plan *p;
   const dc_auth *auth;
+  int nl;   /* TCP listeners; listener nl + l is the Unix twin of l, if any */
   int want; /* connections still expected */
   int full; /* a connection waits and no slot is free: the listeners rest */
   char refused[256]; /* the last refusal, for a timeout message */
@@ -50,9 +51,10 @@ static int refuse(acceptor *A, pending *pd, const char *why) {
   return 0;
 }
 
-/* Why a hello that came to listener l cannot be accepted, or
- * DC_REFUSE_NONE. A slot being handshaken by someone else is no reason: the
- * first to finish wins, so a stranger cannot squat a real peer's slot. */
+/* Why a hello that came to listener l (its Unix twin: nl + l) cannot be
+ * accepted, or DC_REFUSE_NONE. A slot being handshaken by someone else is no
+ * reason: the first to finish wins, so a stranger cannot squat a real peer's
+ * slot. */
 static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
   const dc_mesh_plan *p = A->p;
   uint32_t lanes = (uint32_t)dc_plan_lanes(p);
@@ -68,9 +70,11 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
     return DC_REFUSE_SIZE;
   if (h->lanes != lanes)
     return DC_REFUSE_LANES;
+  int unix_twin = l >= A->nl;
   if (h->rank >= (uint32_t)p->size || !dc_plan_accepts(p, (int)h->rank) ||
       h->lane >= lanes ||
-      dc_plan_listener(p, (int)h->rank, (int)h->lane) != l ||
+      dc_plan_listener(p, (int)h->rank, (int)h->lane) != l % A->nl ||
+      (unix_twin && !dc_plan_local(p, (int)h->rank, (int)h->lane)) ||
       dc_mesh_connected(A->t, (int)h->rank, (int)h->lane))
     return DC_REFUSE_RANK;
   if (!A->auth->on && !dc_plan_source_ok(p, (int)h->rank, fd))
@@ -238,6 +242,13 @@ static pending *slot(acceptor *A) {
   return old;
 }
 
+/* Listener l's fd: a TCP one, or (l >= nl) a Unix twin; -1 for none. */
+static int listener_fd(const acceptor *A, int l) {
+  if (l < A->nl)
+    return A->p->listen_fds[l];
+  return A->p->twin_fds ? A->p->twin_fds[l - A->nl] : -1;
+}
+
 static int waiting(int lfd) {
   struct pollfd p = {.fd = lfd, .events = POLLIN};
   return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
@@ -246,7 +257,7 @@ static int waiting(int lfd) {
 /* Take the connections waiting on listener l, and read any hello that is
  * already there. */
 static void take(acceptor *A, int l) {
-  int lfd = A->p->listen_fds[l];
+  int lfd = listener_fd(A, l);
   for (int n = 0; n < PENDING_MAX && waiting(lfd); n++) {
     int fd;
     char from[64], err[128];
@@ -304,13 +315,14 @@ static dc_status timed_out(const acceptor *A, char *err, size_t errlen) {
  * again after a handshake moved or FULL_PAUSE_MS, when a slot may have
  * freed or aged. */
 #define FULL_PAUSE_MS 20
-static void round_once(acceptor *A, int nl, double left) {
-  struct pollfd pf[LISTEN_MAX + PENDING_MAX];
-  int map[PENDING_MAX], n = nl, full = A->full;
+static void round_once(acceptor *A, double left) {
+  struct pollfd pf[2 * LISTEN_MAX + PENDING_MAX];
+  int map[PENDING_MAX], nl = 2 * A->nl, n = nl, full = A->full;
   A->full = 0;
-  for (int l = 0; l < nl; l++) /* poll() skips a negative fd */
-    pf[l] = (struct pollfd){.fd = full ? -1 : A->p->listen_fds[l],
-                            .events = POLLIN};
+  for (int l = 0; l < nl; l++) { /* poll() skips a negative fd */
+    pf[l] =
+        (struct pollfd){.fd = full ? -1 : listener_fd(A, l), .events = POLLIN};
+  }
   for (int i = 0; i < PENDING_MAX; i++)
     if (A->q[i].fd >= 0) {
       map[n - nl] = i;
@@ -322,7 +334,7 @@ static void round_once(acceptor *A, int nl, double left) {
     if (pf[i].revents)
       step(A, &A->q[map[i - nl]]);
   for (int l = 0; l < nl; l++)
-    if (full || (pf[l].revents & POLLIN))
+    if (full || (pf[l].revents & POLLIN)) /* take() skips a missing twin */
       take(A, l);
   expire(A);
 }
@@ -330,19 +342,19 @@ static void round_once(acceptor *A, int nl, double left) {
 dc_status dc_mesh_accept_all(dc_mesh *t, const dc_mesh_plan *p,
                              const dc_auth *auth, double deadline, char *err,
                              size_t errlen) {
-  acceptor A = {.t = t, .p = p, .auth = auth};
+  /* at most LISTEN_MAX listeners: the hostfile's limit */
+  acceptor A = {.t = t, .p = p, .auth = auth, .nl = dc_plan_nlisten(p)};
   for (int i = 0; i < PENDING_MAX; i++)
     A.q[i].fd = -1;
   for (int q = 0; q < p->size; q++)
     A.want += dc_plan_accepts(p, q) * dc_plan_lanes(p);
-  int nl = dc_plan_nlisten(p); /* at most LISTEN_MAX: the hostfile's limit */
   dc_status st = DC_OK;
   while (A.want > 0 && st == DC_OK) {
     double left = deadline - dc_now();
     if (left <= 0)
       st = timed_out(&A, err, errlen);
     else
-      round_once(&A, nl, left);
+      round_once(&A, left);
   }
   for (int i = 0; i < PENDING_MAX; i++)
     if (A.q[i].fd >= 0)

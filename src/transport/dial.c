@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "transport/handshake.h"
+#include "transport/shm.h"
 #include "transport/sock.h"
 
 static dc_status say(int fd, const dc_hello *h, double deadline) {
@@ -134,10 +135,19 @@ static dc_status handshake(int fd, const dc_mesh_plan *p, const dc_auth *auth,
   return st;
 }
 
+/* Same-host pairs dial the Unix socket beside the peer's TCP listener
+ * first: less than half the CPU of a TCP connection (bench/many-ranks.md),
+ * and the peer's pid comes with it (setup_shm.c). Where nobody listens
+ * there, the TCP address (dc_sock_connect_via). */
 static dc_status dial(dc_mesh *t, const dc_mesh_plan *p, int q, int lane,
                       double deadline, int *fd, char *err, size_t errlen) {
   const dc_addr *a = dc_plan_addr(p, q, lane);
-  dc_status st = dc_sock_connect(a, deadline, fd, err, errlen);
+  dc_addr twin;
+  int local = dc_plan_local(p, q, lane) && dc_shm_enabled();
+  if (local)
+    dc_sock_unix_twin(a, &twin);
+  dc_status st =
+      dc_sock_connect_via(local ? &twin : NULL, a, deadline, fd, err, errlen);
   if (st != DC_OK) {
     int far = p->size > 2 && !dc_plan_neighbours_only(p) &&
               q != (p->rank + 1) % p->size &&
@@ -191,7 +201,8 @@ static dc_status connect_one(dc_mesh *t, const dc_mesh_plan *p,
     dc_sock_keepalive(fd);
   dc_mesh_attach(t, q, lane, fd, reply.host, a->text);
   dc_mesh_seal(t, q, lane, seal);
-  dc_mesh_log(t, "connected to rank %d lane %d at %s%s", q, lane, a->text,
+  dc_mesh_log(t, "connected to rank %d lane %d at %s%s%s", q, lane, a->text,
+              dc_sock_is_unix(fd) ? " by its Unix socket" : "",
               auth->secure ? " (job token proven, frames authenticated)"
               : auth->on   ? " (job token proven)"
                            : "");

@@ -36,8 +36,8 @@ dc_status dc_mesh_setup_shm(dc_mesh *t, const dc_mesh_plan *p);
 
 /* Accept every connection this rank expects (dc_plan_accepts), handshaking
  * several at once: a stranger is refused and logged (dc_mesh_log) and set-up
- * goes on. DC_ERR_TIMEOUT at deadline, err naming the missing rank and the
- * last refusal. */
+ * goes on, on the listeners and their Unix twins. DC_ERR_TIMEOUT at
+ * deadline, err naming the missing rank and the last refusal. */
 dc_status dc_mesh_accept_all(dc_mesh *t, const dc_mesh_plan *p,
                              const dc_auth *auth, double deadline, char *err,
                              size_t errlen);

@@ -40,8 +40,11 @@ typedef struct dc_mesh_hooks {
 typedef struct dc_mesh_plan {
   int rank, size, naddrs, sockets;
   const dc_addr
-      *addrs;          /* size * naddrs listening addresses (per_peer: below) */
-  int *listen_fds;     /* this rank's listeners, already listening */
+      *addrs;      /* size * naddrs listening addresses (per_peer: below) */
+  int *listen_fds; /* this rank's listeners, already listening */
+  /* NULL, or the Unix socket beside each listener (dc_sock_listen_twin),
+   * alike on every rank: same-host pairs connect there (dc_plan_local). */
+  const int *twin_fds;
   uint64_t job, group; /* both ends of every connection must agree */
   uint64_t host;       /* dc_host_key(): peers with the same share memory */
   /* Connect ring neighbours only, as MLX does: rank r accepts its left
@@ -94,12 +97,20 @@ static inline int dc_plan_accepts(const dc_mesh_plan *p, int q) {
   return q > p->rank;
 }
 
+/* Whether this rank and rank q listen on the same IP for lane: the same
+ * host and network namespace, so with twin_fds the pair may connect over
+ * the Unix socket beside q's TCP listener: the dialer dials it unless
+ * DISTCOMM_SHM=0 keeps its same-host pairs on TCP. Not with per-pair
+ * addresses (the mesh backend's links are the point there). */
+int dc_plan_local(const dc_mesh_plan *p, int q, int lane);
+
 /* Without a job token, whether the connection fd may claim rank q: it
  * comes from one of q's addresses in the plan, from this host, or, with
  * ring neighbours only (a ring of cables, where the dialer's source is its
  * end of our link, not an address it listens on), from the subnet of our
  * end of that link. A stranger elsewhere cannot take a rank's place by
- * guessing the job id. With a token the proofs decide (source.c). */
+ * guessing the job id. Over a Unix socket: the peer runs as our user.
+ * With a token the proofs decide (source.c). */
 int dc_plan_source_ok(const dc_mesh_plan *p, int q, int fd);
 
 #endif

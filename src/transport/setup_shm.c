@@ -1,10 +1,12 @@
 /* Shared memory between the ranks of a group that share a host: each rank
  * makes one segment of incoming pipes, tells its same-host peers its name
- * over TCP, they map it and say so, and it is unlinked at once.
+ * over the pair's connection, they map it and say so, and it is unlinked at
+ * once.
  *
- * The same offer names an abstract Unix socket where the peer learns the
- * rank's pid from the kernel (SO_PEERCRED, not the rank's word) and the
- * address of a word whose value it states: a peer that reads that value
+ * The peer learns the rank's pid from the kernel (SO_PEERCRED, not the
+ * rank's word): on the pair's own Unix socket, or for a pair on TCP at an
+ * abstract Unix socket the same offer names. The offer also states the
+ * address of a word and its value: a peer that reads that value
  * with process_vm_readv proves single copy works that way (ptrace rules,
  * containers and seccomp may forbid it). Single copy is used when it works
  * both ways with every peer and the pipes are wired (DISTCOMM_CMA=0 turns
@@ -19,6 +21,7 @@
 #include "transport/frame.h"
 #include "transport/handshake.h"
 #include "transport/shm.h"
+#include "transport/sock.h"
 
 typedef struct shm_offer {
   char name[DC_SHM_NAME_BYTES]; /* empty: no segment */
@@ -92,11 +95,30 @@ static void wire(shm_plan *s, int i, const dc_shm_seg *mine,
   }
 }
 
-/* Can we read the peer's memory? Its pid comes from the kernel. */
-static int can_pull(const shm_offer *o, pid_t *pid) {
+static int conn_fd(const shm_plan *s, int i) {
+  return s->t->conns[s->peers[i] * s->t->lanes].fd;
+}
+
+/* The pid of peer i, from the kernel: SO_PEERCRED of the pair's own Unix
+ * socket, or of a connection to the abstract socket its offer names (a
+ * same-host pair on TCP: DISTCOMM_SHM=0 on one end, or another IP). */
+static pid_t peer_pid(const shm_plan *s, int i, const shm_offer *o) {
+  int fd = conn_fd(s, i);
+  return dc_sock_is_unix(fd) ? dc_sock_peer_pid(fd)
+                             : dc_cred_pid(o->cred, sizeof o->cred);
+}
+
+static int any_tcp_peer(const shm_plan *s) {
+  for (int i = 0; i < s->npeers; i++)
+    if (!dc_sock_is_unix(conn_fd(s, i)))
+      return 1;
+  return 0;
+}
+
+/* Can we read peer i's memory? Its pid comes from the kernel. */
+static int can_pull(const shm_plan *s, int i, const shm_offer *o, pid_t *pid) {
   uint64_t got = 0;
-  *pid = dc_cma_enabled() && o->probe_at ? dc_cred_pid(o->cred, sizeof o->cred)
-                                         : -1;
+  *pid = dc_cma_enabled() && o->probe_at ? peer_pid(s, i, o) : -1;
   return *pid > 0 &&
          dc_cma_read((int)*pid, &got, o->probe_at, sizeof got) ==
              (ssize_t)sizeof got &&
@@ -120,7 +142,7 @@ static void attach_all(shm_plan *s, const shm_offer *offers, unsigned char *ok,
       dc_mesh_log(s->t,
                   "shared memory with rank %d unavailable (%s): using TCP",
                   s->peers[i], name[0] ? err : "it has none");
-    else if (can_pull(&offers[i], &pids[i]))
+    else if (can_pull(s, i, &offers[i], &pids[i]))
       ok[i] |= OK_PULL;
   }
 }
@@ -150,7 +172,8 @@ static dc_status connect_pipes(shm_plan *s) {
       0x9E3779B97F4A7C15ull ^ (uint64_t)getpid(); /* the same every time */
   mine.probe_at = (uint64_t)(uintptr_t)&probe_word;
   mine.probe = probe_word;
-  int cred = dc_cma_enabled() ? dc_cred_listen(mine.cred) : -1;
+  int cred =
+      dc_cma_enabled() && any_tcp_peer(s) ? dc_cred_listen(mine.cred) : -1;
   size_t pipes = (size_t)count_local(s, p->rank) * (size_t)t->lanes;
   if (dc_shm_new_name(name) != DC_OK ||
       dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {

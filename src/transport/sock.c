@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/group.h"
@@ -16,7 +17,14 @@
 void dc_sock_name(const void *sa, char *out, size_t n) {
   const struct sockaddr *s = sa;
   char ip[INET6_ADDRSTRLEN] = "?";
-  if (s->sa_family == AF_INET6) {
+  if (s->sa_family == AF_UNIX) { /* abstract: sun_path[0] is NUL */
+    const struct sockaddr_un *u = sa;
+    char name[sizeof u->sun_path];
+    memcpy(name, u->sun_path + 1, sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    if (snprintf(out, n, "unix:@%s", name) >= (int)n)
+      return; /* cut to fit: it is for messages */
+  } else if (s->sa_family == AF_INET6) {
     const struct sockaddr_in6 *a6 = sa;
     inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
     snprintf(out, n, "[%s]:%u", ip, ntohs(a6->sin6_port));
@@ -41,10 +49,43 @@ int dc_sock_same_ip(const void *sa, const void *sb) {
 }
 
 /* TCP_NODELAY: dc_sock_connect and dc_sock_accept give non-blocking
- * sockets tuned so. */
-static void tune(int fd) {
+ * sockets tuned so (a Unix socket has no Nagle to turn off). */
+static void tune(int fd, int family) {
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (family != AF_UNIX)
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* The name is the TCP address's own, so it is as unique on this host as
+ * the port the rank holds while it listens there; abstract names live in
+ * the network namespace, like the port. */
+void dc_sock_unix_twin(const dc_addr *tcp, dc_addr *out) {
+  struct sockaddr_un *u = (struct sockaddr_un *)&out->sa;
+  char ip[64];
+  dc_sock_name(&tcp->sa, ip, sizeof ip);
+  memset(out, 0, sizeof *out);
+  u->sun_family = AF_UNIX;
+  int n = snprintf(u->sun_path + 1, sizeof u->sun_path - 1, "distcomm/%s", ip);
+  out->salen =
+      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+  dc_sock_name(&out->sa, out->text, sizeof out->text);
+}
+
+int dc_sock_is_unix(int fd) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+         ss.ss_family == AF_UNIX;
+}
+
+static int peer_cred(int fd, struct ucred *cr) {
+  socklen_t len = sizeof *cr;
+  return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len);
+}
+
+pid_t dc_sock_peer_pid(int fd) {
+  struct ucred cr;
+  return peer_cred(fd, &cr) == 0 && cr.uid == geteuid() ? cr.pid : -1;
 }
 
 void dc_sock_keepalive(int fd) {
@@ -55,30 +96,74 @@ void dc_sock_keepalive(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
-dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen) {
-  *fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (*fd < 0) {
-    snprintf(err, errlen, "socket: %s", strerror(errno));
-    return DC_ERR_SYSTEM;
-  }
-  int one = 1; /* a restarted job may reuse a port still in TIME_WAIT */
-  setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(*fd, (struct sockaddr *)&a->sa, a->salen) != 0 ||
-      listen(*fd, 1024) != 0) {
-    int e = errno;
-    snprintf(err, errlen, "cannot listen on %s: %s%s", a->text, strerror(e),
-             e == EADDRINUSE      ? " (the port is already taken)"
-             : e == EADDRNOTAVAIL ? " (the address is not on this host)"
-                                  : "");
+static dc_status listen_fail(const dc_addr *a, int *fd, char *err,
+                             size_t errlen) {
+  int e = errno;
+  snprintf(err, errlen, "cannot listen on %s: %s%s", a->text, strerror(e),
+           e == EADDRINUSE && a->sa.ss_family == AF_UNIX
+               ? " (another process holds this name: distcomm binds it "
+                 "beside the TCP port it names)"
+           : e == EADDRINUSE    ? " (the port is already taken)"
+           : e == EADDRNOTAVAIL ? " (the address is not on this host)"
+                                : "");
+  if (*fd >= 0)
     close(*fd);
-    *fd = -1;
-    return DC_ERR_SYSTEM;
-  }
+  *fd = -1;
+  return DC_ERR_SYSTEM;
+}
+
+/* A socket bound to a (port 0: the kernel's pick, written back), not yet
+ * listening. */
+static dc_status bind_to(dc_addr *a, int *fd, char *err, size_t errlen) {
+  *fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (*fd < 0)
+    return listen_fail(a, fd, err, errlen);
+  int one = 1; /* a restarted job may reuse a port still in TIME_WAIT */
+  if (a->sa.ss_family != AF_UNIX)
+    setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(*fd, (struct sockaddr *)&a->sa, a->salen) != 0)
+    return listen_fail(a, fd, err, errlen);
   socklen_t len = sizeof a->sa;
   getsockname(*fd, (struct sockaddr *)&a->sa, &len);
   dc_sock_name(&a->sa, a->text, sizeof a->text);
+  return DC_OK;
+}
+
+static dc_status start_listening(const dc_addr *a, int *fd, char *err,
+                                 size_t errlen) {
+  if (listen(*fd, 1024) != 0)
+    return listen_fail(a, fd, err, errlen);
   fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK);
   return DC_OK;
+}
+
+dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen) {
+  return dc_sock_listen_twin(a, fd, NULL, err, errlen);
+}
+
+/* The twin listens before the TCP port does: whoever reaches the port
+ * finds the twin too, so a dialer that finds no twin there knows none will
+ * come (dc_sock_connect_via). */
+dc_status dc_sock_listen_twin(dc_addr *a, int *fd, int *twin, char *err,
+                              size_t errlen) {
+  dc_addr u;
+  dc_status st = bind_to(a, fd, err, errlen);
+  if (st != DC_OK || !twin)
+    return st == DC_OK ? start_listening(a, fd, err, errlen) : st;
+  dc_sock_unix_twin(a, &u);
+  st = bind_to(&u, twin, err, errlen);
+  if (st == DC_OK)
+    st = start_listening(&u, twin, err, errlen);
+  if (st == DC_OK)
+    st = start_listening(a, fd, err, errlen);
+  if (st != DC_OK) {
+    if (*twin >= 0)
+      close(*twin);
+    if (*fd >= 0)
+      close(*fd);
+    *fd = *twin = -1;
+  }
+  return st;
 }
 
 static int wait_fd(int fd, short events, double deadline) {
@@ -115,11 +200,23 @@ static int try_connect(const dc_addr *a, double deadline, int *fd) {
 
 dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
                           size_t errlen) {
+  return dc_sock_connect_via(NULL, a, deadline, fd, err, errlen);
+}
+
+dc_status dc_sock_connect_via(const dc_addr *twin, const dc_addr *a,
+                              double deadline, int *fd, char *err,
+                              size_t errlen) {
   double pause = 0.01;
   while (dc_now() < deadline) {
-    int r = try_connect(a, deadline, fd);
+    int r = twin ? try_connect(twin, deadline, fd) : 0;
     if (r == 1) {
-      tune(*fd);
+      tune(*fd, AF_UNIX);
+      return DC_OK;
+    }
+    if (r == 0)
+      r = try_connect(a, deadline, fd);
+    if (r == 1) {
+      tune(*fd, a->sa.ss_family);
       return DC_OK;
     }
     if (r < 0) {
@@ -141,8 +238,15 @@ dc_status dc_sock_accept(int lfd, double deadline, int *fd, char *peer,
     *fd = accept4(lfd, (struct sockaddr *)&ss, &len,
                   SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (*fd >= 0) {
-      dc_sock_name(&ss, peer, peerlen);
-      tune(*fd);
+      struct ucred cr = {.pid = -1, .uid = (uid_t)-1};
+      if (ss.ss_family == AF_UNIX && peer_cred(*fd, &cr) == 0)
+        snprintf(peer, peerlen, "unix socket of pid %d uid %d", (int)cr.pid,
+                 (int)cr.uid); /* its end has no name: say who */
+      else if (ss.ss_family == AF_UNIX)
+        snprintf(peer, peerlen, "unix socket");
+      else
+        dc_sock_name(&ss, peer, peerlen);
+      tune(*fd, ss.ss_family);
       return DC_OK;
     }
     if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {

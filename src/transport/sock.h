@@ -1,9 +1,11 @@
-/* TCP sockets: listen, connect with bounded retries, tuning, and exact
- * reads/writes with a deadline (handshakes; the data path: link_sock.c). */
+/* TCP (and same-host Unix) sockets: listen, connect with bounded retries,
+ * tuning, and exact reads/writes with a deadline (handshakes; the data path:
+ * link_sock.c). */
 #ifndef DC_TRANSPORT_SOCK_H
 #define DC_TRANSPORT_SOCK_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "config/hostfile.h"
 #include "distcomm.h"
@@ -11,11 +13,22 @@
 /* Listen on a (port 0 picks one; the chosen address is written back).
  * DC_ERR_SYSTEM with "port 5000 on 127.0.0.1 is already in use" etc. */
 dc_status dc_sock_listen(dc_addr *a, int *fd, char *err, size_t errlen);
+/* The same, and *twin listens on a's Unix twin (dc_sock_unix_twin) from
+ * before the TCP port does. On failure neither is left open. */
+dc_status dc_sock_listen_twin(dc_addr *a, int *fd, int *twin, char *err,
+                              size_t errlen);
 
 /* Connect to a, retrying refused/unreachable attempts until deadline
  * (dc_now() seconds). DC_ERR_TIMEOUT when the deadline passes. */
 dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
                           size_t errlen);
+/* The same, trying twin (a Unix socket) before a at every attempt: a
+ * peer's TCP listener opens first, so a twin nobody listens on (not yet,
+ * or never: a relay or tunnel between us) costs a pair its Unix socket,
+ * never its connection. */
+dc_status dc_sock_connect_via(const dc_addr *twin, const dc_addr *a,
+                              double deadline, int *fd, char *err,
+                              size_t errlen);
 
 /* Accept one connection before deadline. DC_ERR_TIMEOUT when none came.
  * Both give non-blocking sockets with TCP_NODELAY. */
@@ -35,7 +48,16 @@ void dc_sock_keepalive(int fd);
 dc_status dc_sock_write_all(int fd, const void *buf, size_t n, double deadline);
 dc_status dc_sock_read_all(int fd, void *buf, size_t n, double deadline);
 
-/* "ip:port" of a sockaddr, for messages. */
+/* "ip:port" of a sockaddr, for messages ("unix:@name" for an abstract
+ * Unix socket). */
 void dc_sock_name(const void *sa, char *out, size_t n);
+
+/* Same-host pairs connect over a Unix socket beside each TCP listener:
+ * out gets the abstract address "@distcomm/<ip:port of tcp>". */
+void dc_sock_unix_twin(const dc_addr *tcp, dc_addr *out);
+int dc_sock_is_unix(int fd);
+/* The pid at the other end of a Unix socket, from the kernel; -1 unless
+ * it runs as our user. */
+pid_t dc_sock_peer_pid(int fd);
 
 #endif

@@ -1,4 +1,5 @@
-/* Without a job token, who may claim a rank: see mesh.h, dc_plan_source_ok. */
+/* Which pairs connect over a Unix socket (dc_plan_local), and without a job
+ * token who may claim a rank (dc_plan_source_ok): see mesh.h. */
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -69,11 +70,21 @@ static int near(const struct sockaddr *peer, const struct sockaddr *local,
   return yes;
 }
 
+int dc_plan_local(const dc_mesh_plan *p, int q, int lane) {
+  if (!p->twin_fds || p->per_peer)
+    return 0;
+  const dc_addr *mine = &p->addrs[p->rank * p->naddrs + lane % p->naddrs];
+  return dc_sock_same_ip(&mine->sa, &dc_plan_addr(p, q, lane)->sa);
+}
+
 int dc_plan_source_ok(const dc_mesh_plan *p, int q, int fd) {
   struct sockaddr_storage peer, local;
   socklen_t pl = sizeof peer, ll = sizeof local;
-  if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0 ||
-      getsockname(fd, (struct sockaddr *)&local, &ll) != 0)
+  if (getsockname(fd, (struct sockaddr *)&local, &ll) != 0)
+    return 0;
+  if (local.ss_family == AF_UNIX)
+    return dc_sock_peer_pid(fd) > 0;
+  if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
     return 0;
   for (int l = 0; l < p->naddrs; l++)
     if (dc_sock_same_ip((const struct sockaddr *)&dc_plan_addr(p, q, l)->sa,

@@ -2,9 +2,10 @@
 # mixed_hosts.sh CONFORMANCE [mixed-only]: 2 hosts x 2 ranks, the hosts being network
 # namespaces joined by a veth pair. Ranks use shared memory with the rank on
 # their own host and TCP to the other host, and pass the same conformance
-# checks as with TCP only (DISTCOMM_SHM=0). Connections to the other host
-# keep keepalive probes (a silent dead host shows); those inside a host do
-# without them (a dead peer there closes its sockets). mixed-only (the
+# checks as with TCP only (DISTCOMM_SHM=0). Inside a host the pair connects
+# over the Unix socket beside the peer's TCP port (TCP with DISTCOMM_SHM=0).
+# Connections to the other host keep keepalive probes (a silent dead host
+# shows); those inside a host need none (a dead peer there closes them). mixed-only (the
 # sanitizer builds) leaves out the TCP-only run. Needs root and `ip netns`:
 # skipped (exit 77) otherwise. Everything created is removed, even on failure.
 set -u
@@ -36,14 +37,21 @@ for r in 0 1 2 3; do
     ok "rank $r: shared memory with its own host only"
   else fail "rank $r: expected shared memory with exactly 1 peer"; fi
 done
+# rank 1 dials rank 0 (its own host), rank 2 dials ranks 0 and 1 (the other)
+if grep -q "connected to rank 0 lane 0 at $net.1:$base by its Unix socket" "$mp_tmp/1.1" &&
+  ! grep "connected to rank" "$mp_tmp/1.2" | grep -q "Unix socket"; then
+  ok "a Unix socket inside a host, TCP to the other host"
+else fail "expected a Unix socket from rank 1 to rank 0 only: $(grep -h "connected to rank" "$mp_tmp"/1.*)"; fi
 if [ "$only" != mixed-only ]; then
   if run 0; then ok "2x2 over TCP only: every rank passed"; else
     fail "2x2 over TCP only: $(grep -h -i -E "fail|err" "$mp_tmp"/0.* | head -5)"; fi
   if grep -q "shared memory" "$mp_tmp"/0.*; then fail "DISTCOMM_SHM=0 still used shared memory"; fi
+  if grep -q "Unix socket" "$mp_tmp"/0.*; then fail "DISTCOMM_SHM=0 still used a Unix socket"; fi
 fi
 
-# Keepalive: while a job runs, host A's established connections of the job
-# (its hostfile's ports) carry a keepalive timer exactly when they go to B.
+# Keepalive: while a job runs, host A's established TCP connections of the
+# job (its hostfile's ports) all go to B and carry a keepalive timer; the
+# pair inside A is on Unix sockets named after its TCP ports.
 probe=$(dirname "$conf")/mp_probe
 for r in 0 1 2 3; do
   ns=$a; [ $r -ge 2 ] && ns=$b
@@ -58,10 +66,11 @@ done
 conns=$(ip netns exec "$a" ss -tnoH state established |
   grep -E ":($base|$((base + 1))|$((base + 2))|$((base + 3)))( |$)")
 far=$(grep -c "$net.2:" <<<"$conns") far_ka=$(grep "$net.2:" <<<"$conns" | grep -c 'timer:(keepalive')
-near=$(grep -vc "$net.2:" <<<"$conns") near_ka=$(grep -v "$net.2:" <<<"$conns" | grep -c 'timer:(keepalive')
-if [ "$far" -ge 4 ] && [ "$far_ka" -eq "$far" ] && [ "$near" -ge 2 ] && [ "$near_ka" -eq 0 ]; then
-  ok "keepalive on all $far connections to the other host, on none of the $near inside it"
+near=$(grep -vc "$net.2:" <<<"$conns")
+near_unix=$(ip netns exec "$a" ss -xH state established | grep -c "@distcomm/$net.1:$base ")
+if [ "$far" -ge 4 ] && [ "$far_ka" -eq "$far" ] && [ "$near" -eq 0 ] && [ "$near_unix" -ge 1 ]; then
+  ok "keepalive on all $far connections to the other host; $near_unix Unix socket(s) inside it"
 else
-  fail "keepalive: $far_ka of $far connections to the other host, $near_ka of $near inside it: $conns"
+  fail "keepalive: $far_ka of $far connections to the other host; $near TCP and $near_unix Unix inside it: $conns"
 fi
 mp_finish

@@ -1,7 +1,7 @@
 /* stranger: connects to a rank's port as something that is not a member of
  * the job, and says whether the rank refused it.
  *
- *   stranger MODE IP:PORT [JOB SIZE]
+ *   stranger MODE IP:PORT|@NAME [JOB SIZE]   (@NAME: a rank's Unix twin)
  *     scan         connect and close at once (a port scanner)
  *     garbage      send bytes that are no hello
  *     huge         send a well-formed data frame header announcing 2^62
@@ -37,7 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,22 +52,41 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int parse_addr(const char *text, struct sockaddr_in *a) {
+typedef struct addr {
+  struct sockaddr_storage sa;
+  socklen_t len;
+} addr;
+
+/* "IP:PORT", or "@NAME" for an abstract Unix socket (a rank's twin). */
+static int parse_addr(const char *text, addr *a) {
   char ip[64];
   int port;
+  memset(a, 0, sizeof *a);
+  if (text[0] == '@') {
+    struct sockaddr_un *u = (struct sockaddr_un *)&a->sa;
+    size_t n = strlen(text + 1);
+    if (n + 1 >= sizeof u->sun_path)
+      return -1;
+    u->sun_family = AF_UNIX;
+    memcpy(u->sun_path + 1, text + 1, n);
+    a->len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    return 0;
+  }
+  struct sockaddr_in *in = (struct sockaddr_in *)&a->sa;
   if (sscanf(text, "%63[0-9.]:%d", ip, &port) != 2)
     return -1;
-  *a = (struct sockaddr_in){.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port)};
-  return inet_pton(AF_INET, ip, &a->sin_addr) == 1 ? 0 : -1;
+  *in = (struct sockaddr_in){.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
+  a->len = sizeof *in;
+  return inet_pton(AF_INET, ip, &in->sin_addr) == 1 ? 0 : -1;
 }
 
 /* Connected fd, or -1 after retrying for 20 s (-2: refused, with once). */
-static int dial(const struct sockaddr_in *a, int once) {
+static int dial(const addr *a, int once) {
   double end = now() + 20;
   do {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd >= 0 && connect(fd, (const struct sockaddr *)a, sizeof *a) == 0)
+    int fd = socket(a->sa.ss_family, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (const struct sockaddr *)&a->sa, a->len) == 0)
       return fd;
     int e = errno;
     close(fd);
@@ -77,12 +98,18 @@ static int dial(const struct sockaddr_in *a, int once) {
 }
 
 static void say_from(const char *mode, int fd) {
-  struct sockaddr_in me;
-  socklen_t len = sizeof me;
+  struct sockaddr_storage ss;
+  struct sockaddr_in *me = (struct sockaddr_in *)&ss;
+  socklen_t len = sizeof ss;
   char ip[INET_ADDRSTRLEN] = "?";
-  getsockname(fd, (struct sockaddr *)&me, &len);
-  inet_ntop(AF_INET, &me.sin_addr, ip, sizeof ip);
-  printf("stranger %s from %s:%u\n", mode, ip, ntohs(me.sin_port));
+  getsockname(fd, (struct sockaddr *)&ss, &len);
+  if (ss.ss_family == AF_UNIX) {
+    printf("stranger %s from pid %d\n", mode, (int)getpid());
+    fflush(stdout);
+    return;
+  }
+  inet_ntop(AF_INET, &me->sin_addr, ip, sizeof ip);
+  printf("stranger %s from %s:%u\n", mode, ip, ntohs(me->sin_port));
   fflush(stdout);
 }
 
@@ -214,8 +241,7 @@ static int verdict(const char *mode, int fd) {
 }
 
 /* impostor: read the first refusal, then claim rank 1 with what it said. */
-static int impostor(const struct sockaddr_in *a, int fd, uint64_t job,
-                    uint32_t size) {
+static int impostor(const addr *a, int fd, uint64_t job, uint32_t size) {
   unsigned char b[DC_HELLO_BYTES], got[512];
   size_t n = 0;
   dc_hello h = hello(job + 1, size, 0), r = {0};
@@ -248,9 +274,9 @@ static int impostor(const struct sockaddr_in *a, int fd, uint64_t job,
 }
 
 int main(int argc, char **argv) {
-  struct sockaddr_in a;
+  addr a;
   if (argc < 3 || parse_addr(argv[2], &a) != 0) {
-    fprintf(stderr, "usage: stranger MODE IP:PORT [JOB SIZE]\n");
+    fprintf(stderr, "usage: stranger MODE IP:PORT|@UNIX-NAME [JOB SIZE]\n");
     return 2;
   }
   const char *mode = argv[1];

@@ -19,17 +19,19 @@ static void close_all(int *fds, int n) {
       close(fds[i]);
 }
 
-/* Listen on each local address; the ports the kernel gave are in mine. */
+/* Listen on each local address, and beside each on its Unix twin for
+ * same-host peers (twins); the ports the kernel gave are in mine. */
 static dc_status listen_local(const dc_coord *c, dc_addr *mine, int *n,
-                              int *fds, char *err, size_t errlen) {
+                              int *fds, int *twins, char *err, size_t errlen) {
   dc_status st =
       dc_coord_local_addrs(c, mine, DC_HOSTFILE_MAX_ADDRS, n, err, errlen);
   for (int i = 0; st == DC_OK && i < *n; i++) {
-    char why[160];
-    st = dc_sock_listen(&mine[i], &fds[i], why, sizeof why);
+    char why[200];
+    st = dc_sock_listen_twin(&mine[i], &fds[i], &twins[i], why, sizeof why);
     if (st != DC_OK) {
       snprintf(err, errlen, "rank %d %s", c->rank, why);
       close_all(fds, i);
+      close_all(twins, i);
     }
   }
   return st;
@@ -38,8 +40,8 @@ static dc_status listen_local(const dc_coord *c, dc_addr *mine, int *n,
 static dc_status build(const dc_coord *c, double timeout, dc_group **out,
                        char *err, size_t errlen) {
   dc_addr mine[DC_HOSTFILE_MAX_ADDRS];
-  int fds[DC_HOSTFILE_MAX_ADDRS], n = 0;
-  dc_status st = listen_local(c, mine, &n, fds, err, errlen);
+  int fds[DC_HOSTFILE_MAX_ADDRS], twins[DC_HOSTFILE_MAX_ADDRS], n = 0;
+  dc_status st = listen_local(c, mine, &n, fds, twins, err, errlen);
   if (st != DC_OK)
     return st;
   dc_hostfile all;
@@ -53,6 +55,7 @@ static dc_status build(const dc_coord *c, double timeout, dc_group **out,
                       .sockets = ring_sockets(all.addrs, c->size, n),
                       .addrs = all.addrs,
                       .listen_fds = fds,
+                      .twin_fds = twins,
                       .job = job,
                       .group = 1,
                       .neighbours = ring_neighbours_env()};
@@ -60,6 +63,7 @@ static dc_status build(const dc_coord *c, double timeout, dc_group **out,
     dc_hostfile_free(&all);
   }
   close_all(fds, n);
+  close_all(twins, n);
   return st;
 }
 

@@ -140,16 +140,21 @@ static uint64_t job_id(const dc_hostfile *hf) {
   return h;
 }
 
+/* Each address's TCP listener and, beside it, the Unix socket where
+ * same-host peers connect (fds[naddrs + l]). */
 static dc_status listen_all(const dc_hostfile *hf, int rank, int *fds,
                             char *err, size_t errlen) {
   for (int l = 0; l < hf->naddrs; l++) {
     dc_addr a = hf->addrs[rank * hf->naddrs + l];
-    char why[160];
-    dc_status st = dc_sock_listen(&a, &fds[l], why, sizeof why);
+    char why[200];
+    dc_status st =
+        dc_sock_listen_twin(&a, &fds[l], &fds[hf->naddrs + l], why, sizeof why);
     if (st != DC_OK) {
       snprintf(err, errlen, "rank %d %s", rank, why);
-      while (l-- > 0)
+      while (l-- > 0) {
         close(fds[l]);
+        close(fds[hf->naddrs + l]);
+      }
       return st;
     }
   }
@@ -158,7 +163,7 @@ static dc_status listen_all(const dc_hostfile *hf, int rank, int *fds,
 
 static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
                        char *err, size_t errlen) {
-  int *fds = calloc((size_t)hf->naddrs, sizeof *fds);
+  int *fds = calloc(2 * (size_t)hf->naddrs, sizeof *fds);
   if (!fds)
     return DC_ERR_NOMEM;
   dc_status st =
@@ -171,12 +176,13 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
                           ring_sockets(hf->addrs, hf->nranks, hf->naddrs),
                       .addrs = hf->addrs,
                       .listen_fds = fds,
+                      .twin_fds = fds + hf->naddrs,
                       .job = job_id(hf),
                       .group = 1,
                       .neighbours = ring_neighbours_env()};
     st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
                     out, err, errlen);
-    for (int l = 0; hf->nranks > 1 && l < hf->naddrs; l++)
+    for (int l = 0; hf->nranks > 1 && l < 2 * hf->naddrs; l++)
       close(fds[l]);
   }
   free(fds);
