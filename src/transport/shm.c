@@ -131,9 +131,15 @@ pid_t dc_cred_pid(const char *name, size_t cap) {
   return pid;
 }
 
+size_t dc_shm_pipes_budget(size_t npipes) {
+  if (npipes <= DC_SHM_PIPES_FULL)
+    return DC_SHM_PIPES_BUDGET;
+  return (size_t)DC_SHM_PIPES_BUDGET * DC_SHM_PIPES_FULL / npipes;
+}
+
 size_t dc_pipe_cap(size_t npipes) {
-  size_t cap = DC_PIPE_BYTES;
-  while (cap > DC_PIPE_MIN_BYTES && npipes * cap > DC_SHM_PIPES_BUDGET)
+  size_t cap = DC_PIPE_BYTES, budget = dc_shm_pipes_budget(npipes);
+  while (cap > DC_PIPE_MIN_BYTES && npipes * cap > budget)
     cap /= 2;
   return cap;
 }

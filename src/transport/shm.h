@@ -10,9 +10,10 @@
  * live on their own cache lines.
  *
  * A segment holds one pipe per same-host peer and lane, so a host's pipes
- * grow as the square of its ranks: with many peers each pipe is smaller
- * (dc_pipe_cap): 256 ranks on one host take about 2.5 GB of /dev/shm, not
- * 34 GB (one lane) or 67 GB (two, the default; bench/many-ranks.md). */
+ * would grow as the square of its ranks: with many peers each pipe is
+ * smaller (dc_pipe_cap): 256 ranks on one host take about 540 MB of
+ * /dev/shm, not 34 GB (one lane) or 67 GB (two, the default;
+ * bench/many-ranks.md). */
 #ifndef DC_TRANSPORT_SHM_H
 #define DC_TRANSPORT_SHM_H
 
@@ -25,10 +26,16 @@
 #include "distcomm.h"
 
 /* A pipe holds DC_PIPE_BYTES (a power of two) while the segment's pipes
- * fit DC_SHM_PIPES_BUDGET; more pipes hold less, DC_PIPE_MIN_BYTES at least. */
+ * fit its budget; more pipes hold less, DC_PIPE_MIN_BYTES at least. The
+ * budget is DC_SHM_PIPES_BUDGET up to DC_SHM_PIPES_FULL pipes, and shrinks
+ * as 1/npipes past that, so a host's pipes grow as its ranks, not as their
+ * pairs: a segment's pages are reserved (fallocate) and freed by every rank
+ * at set-up, the largest share of a 256-rank job's CPU after its
+ * connections (bench/many-ranks.md). */
 #define DC_PIPE_BYTES (512u * 1024u)
-#define DC_PIPE_MIN_BYTES (16u * 1024u)
+#define DC_PIPE_MIN_BYTES (4u * 1024u)
 #define DC_SHM_PIPES_BUDGET (8u << 20)
+#define DC_SHM_PIPES_FULL 64u
 #define DC_SHM_PREFIX "/distcomm-"
 #define DC_SHM_NAME_BYTES 96
 #define DC_MBOX_SLOTS 64u  /* a power of two */
@@ -99,6 +106,7 @@ pid_t dc_cred_pid(const char *name, size_t cap);
 /* Bytes each pipe of a segment of npipes pipes holds: the same for the
  * rank that creates it and those that attach it. */
 size_t dc_pipe_cap(size_t npipes);
+size_t dc_shm_pipes_budget(size_t npipes); /* bytes for npipes' data */
 
 /* Attaching checks the name, and that the segment is ours (owner, no
  * group or other bits) and of the expected size. */

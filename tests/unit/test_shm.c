@@ -238,20 +238,24 @@ static void test_segment_mode_and_exclusive(void **state) {
 }
 
 /* A segment of many pipes (many same-host peers) has smaller pipes, so a
- * host's /dev/shm grows with its ranks' pairs at a bounded size each; a
- * stream wraps within its own pipe and leaves its neighbours alone. */
+ * host's /dev/shm grows with its ranks, not with their pairs, past
+ * DC_SHM_PIPES_FULL pipes a segment; a stream wraps within its own pipe
+ * and leaves its neighbours alone. */
 static void test_many_pipes_are_smaller(void **state) {
   (void)state;
   assert_int_equal(dc_pipe_cap(1), DC_PIPE_BYTES);
   assert_int_equal(dc_pipe_cap(DC_SHM_PIPES_BUDGET / DC_PIPE_BYTES),
-                   DC_PIPE_BYTES);
-  assert_int_equal(dc_pipe_cap(255), 32u * 1024u); /* 256 ranks, one lane */
-  assert_int_equal(dc_pipe_cap(510), DC_PIPE_MIN_BYTES);
+                   DC_PIPE_BYTES); /* 16 pipes: 8 or 16 ranks a host */
+  assert_int_equal(dc_pipe_cap(64), 128u * 1024u);
+  assert_int_equal(dc_pipe_cap(255), 8u * 1024u); /* 256 ranks, one lane */
+  assert_true(256u * 255u * dc_pipe_cap(255) < 600u * 1000u * 1000u);
+  assert_int_equal(dc_pipe_cap(1020), DC_PIPE_MIN_BYTES);
   assert_int_equal(dc_pipe_cap(100000), DC_PIPE_MIN_BYTES);
   for (size_t n = 1; n < 2000; n++) {
     size_t cap = dc_pipe_cap(n);
     assert_true(cap >= DC_PIPE_MIN_BYTES && (cap & (cap - 1)) == 0);
-    assert_true(n * cap <= DC_SHM_PIPES_BUDGET || cap == DC_PIPE_MIN_BYTES);
+    assert_true(n * cap <= dc_shm_pipes_budget(n) || cap == DC_PIPE_MIN_BYTES);
+    assert_true(dc_shm_pipes_budget(n) <= DC_SHM_PIPES_BUDGET);
   }
   enum { NP = 200 };
   char name[96], err[160];
