@@ -92,7 +92,8 @@ static int join(acceptor *A, pending *pd) {
     return refuse(A, pd, "out of memory for its frame keys");
   if (h->host != p->host)
     dc_sock_keepalive(pd->fd);
-  dc_mesh_attach(A->t, (int)h->rank, (int)h->lane, pd->fd, h->host,
+  dc_mesh_attach(A->t, (int)h->rank, (int)h->lane, pd->fd,
+                 pd->listener >= A->nl, h->host,
                  dc_plan_addr(p, (int)h->rank, (int)h->lane)->text);
   dc_mesh_seal(A->t, (int)h->rank, (int)h->lane, seal);
   dc_mesh_log(A->t, "accepted rank %u lane %u from %s%s", h->rank, h->lane,

@@ -140,14 +140,15 @@ static dc_status handshake(int fd, const dc_mesh_plan *p, const dc_auth *auth,
  * and the peer's pid comes with it (setup_shm.c). Where nobody listens
  * there, the TCP address (dc_sock_connect_via). */
 static dc_status dial(dc_mesh *t, const dc_mesh_plan *p, int q, int lane,
-                      double deadline, int *fd, char *err, size_t errlen) {
+                      double deadline, int *fd, int *unix_sock, char *err,
+                      size_t errlen) {
   const dc_addr *a = dc_plan_addr(p, q, lane);
   dc_addr twin;
   int local = dc_plan_local(p, q, lane) && dc_shm_enabled();
   if (local)
     dc_sock_unix_twin(a, &twin);
-  dc_status st =
-      dc_sock_connect_via(local ? &twin : NULL, a, deadline, fd, err, errlen);
+  dc_status st = dc_sock_connect_via(local ? &twin : NULL, a, deadline, fd,
+                                     unix_sock, err, errlen);
   if (st != DC_OK) {
     int far = p->size > 2 && !dc_plan_neighbours_only(p) &&
               q != (p->rank + 1) % p->size &&
@@ -175,8 +176,8 @@ static dc_status connect_one(dc_mesh *t, const dc_mesh_plan *p,
   const dc_addr *a = dc_plan_addr(p, q, lane);
   dc_hello reply;
   dc_seal *seal = NULL;
-  int fd;
-  dc_status st = dial(t, p, q, lane, deadline, &fd, err, errlen);
+  int fd, unix_sock;
+  dc_status st = dial(t, p, q, lane, deadline, &fd, &unix_sock, err, errlen);
   if (st != DC_OK)
     return st;
   for (int tries = 1;; tries++) {
@@ -194,15 +195,16 @@ static dc_status connect_one(dc_mesh *t, const dc_mesh_plan *p,
                 "again",
                 q, a->text, lane);
     char again[256];
-    if (dial(t, p, q, lane, redial, &fd, again, sizeof again) != DC_OK)
+    if (dial(t, p, q, lane, redial, &fd, &unix_sock, again, sizeof again) !=
+        DC_OK)
       return st; /* the first error says more */
   }
   if (reply.host != p->host)
     dc_sock_keepalive(fd);
-  dc_mesh_attach(t, q, lane, fd, reply.host, a->text);
+  dc_mesh_attach(t, q, lane, fd, unix_sock, reply.host, a->text);
   dc_mesh_seal(t, q, lane, seal);
   dc_mesh_log(t, "connected to rank %d lane %d at %s%s%s", q, lane, a->text,
-              dc_sock_is_unix(fd) ? " by its Unix socket" : "",
+              unix_sock ? " by its Unix socket" : "",
               auth->secure ? " (job token proven, frames authenticated)"
               : auth->on   ? " (job token proven)"
                            : "");

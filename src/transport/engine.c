@@ -80,10 +80,11 @@ int dc_mesh_connected(const dc_mesh *t, int peer, int lane) {
   return t->conns[peer * t->lanes + lane].fd >= 0;
 }
 
-void dc_mesh_attach(dc_mesh *t, int peer, int lane, int fd, uint64_t host,
-                    const char *addr) {
+void dc_mesh_attach(dc_mesh *t, int peer, int lane, int fd, int unix_sock,
+                    uint64_t host, const char *addr) {
   dc_conn *k = &t->conns[peer * t->lanes + lane];
   k->fd = fd;
+  k->unix_sock = unix_sock;
   k->host = host;
   snprintf(k->addr, sizeof k->addr, "%s", addr);
 }

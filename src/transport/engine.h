@@ -34,6 +34,7 @@ typedef struct dc_conn {
   uint64_t op_rx;        /* payload bytes received during the current op */
   unsigned char *window; /* scratch for reduce-on-receive */
   uint64_t host;         /* the peer's host key (from its hello) */
+  int unix_sock;         /* fd is a Unix socket: a same-host peer */
   /* A pipe link's state (transport/link_shm.c): the bytes go through
    * shared-memory pipes; fd only watches the peer's life and carries abort
    * frames. */
@@ -84,8 +85,8 @@ double dc_mesh_timeout(const dc_mesh *t);
 /* Set-up fills the engine's connections through these, never through
  * the fields: the engine owns its conns, segments and tune. */
 int dc_mesh_connected(const dc_mesh *t, int peer, int lane);
-void dc_mesh_attach(dc_mesh *t, int peer, int lane, int fd, uint64_t host,
-                    const char *addr);
+void dc_mesh_attach(dc_mesh *t, int peer, int lane, int fd, int unix_sock,
+                    uint64_t host, const char *addr);
 uint64_t dc_mesh_peer_host(const dc_mesh *t, int peer);
 /* The connection's frame keys (DISTCOMM_SECURE), owned from now on; NULL
  * for none. Every frame on it then ends in a tag, checked before the op

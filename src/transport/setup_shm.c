@@ -95,22 +95,21 @@ static void wire(shm_plan *s, int i, const dc_shm_seg *mine,
   }
 }
 
-static int conn_fd(const shm_plan *s, int i) {
-  return s->t->conns[s->peers[i] * s->t->lanes].fd;
+static const dc_conn *conn(const shm_plan *s, int i) {
+  return &s->t->conns[s->peers[i] * s->t->lanes];
 }
 
 /* The pid of peer i, from the kernel: SO_PEERCRED of the pair's own Unix
  * socket, or of a connection to the abstract socket its offer names (a
  * same-host pair on TCP: DISTCOMM_SHM=0 on one end, or another IP). */
 static pid_t peer_pid(const shm_plan *s, int i, const shm_offer *o) {
-  int fd = conn_fd(s, i);
-  return dc_sock_is_unix(fd) ? dc_sock_peer_pid(fd)
-                             : dc_cred_pid(o->cred, sizeof o->cred);
+  return conn(s, i)->unix_sock ? dc_sock_peer_pid(conn(s, i)->fd)
+                               : dc_cred_pid(o->cred, sizeof o->cred);
 }
 
 static int any_tcp_peer(const shm_plan *s) {
   for (int i = 0; i < s->npeers; i++)
-    if (!dc_sock_is_unix(conn_fd(s, i)))
+    if (!conn(s, i)->unix_sock)
       return 1;
   return 0;
 }

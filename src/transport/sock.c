@@ -71,13 +71,6 @@ void dc_sock_unix_twin(const dc_addr *tcp, dc_addr *out) {
   dc_sock_name(&out->sa, out->text, sizeof out->text);
 }
 
-int dc_sock_is_unix(int fd) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
-  return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
-         ss.ss_family == AF_UNIX;
-}
-
 static int peer_cred(int fd, struct ucred *cr) {
   socklen_t len = sizeof *cr;
   return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len);
@@ -200,15 +193,17 @@ static int try_connect(const dc_addr *a, double deadline, int *fd) {
 
 dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
                           size_t errlen) {
-  return dc_sock_connect_via(NULL, a, deadline, fd, err, errlen);
+  int via_twin;
+  return dc_sock_connect_via(NULL, a, deadline, fd, &via_twin, err, errlen);
 }
 
 dc_status dc_sock_connect_via(const dc_addr *twin, const dc_addr *a,
-                              double deadline, int *fd, char *err,
-                              size_t errlen) {
+                              double deadline, int *fd, int *via_twin,
+                              char *err, size_t errlen) {
   double pause = 0.01;
   while (dc_now() < deadline) {
     int r = twin ? try_connect(twin, deadline, fd) : 0;
+    *via_twin = r == 1;
     if (r == 1) {
       tune(*fd, AF_UNIX);
       return DC_OK;

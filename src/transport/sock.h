@@ -25,10 +25,10 @@ dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
 /* The same, trying twin (a Unix socket) before a at every attempt: a
  * peer's TCP listener opens first, so a twin nobody listens on (not yet,
  * or never: a relay or tunnel between us) costs a pair its Unix socket,
- * never its connection. */
+ * never its connection. *via_twin says which one took it. */
 dc_status dc_sock_connect_via(const dc_addr *twin, const dc_addr *a,
-                              double deadline, int *fd, char *err,
-                              size_t errlen);
+                              double deadline, int *fd, int *via_twin,
+                              char *err, size_t errlen);
 
 /* Accept one connection before deadline. DC_ERR_TIMEOUT when none came.
  * Both give non-blocking sockets with TCP_NODELAY. */
@@ -55,7 +55,6 @@ void dc_sock_name(const void *sa, char *out, size_t n);
 /* Same-host pairs connect over a Unix socket beside each TCP listener:
  * out gets the abstract address "@distcomm/<ip:port of tcp>". */
 void dc_sock_unix_twin(const dc_addr *tcp, dc_addr *out);
-int dc_sock_is_unix(int fd);
 /* The pid at the other end of a Unix socket, from the kernel; -1 unless
  * it runs as our user. */
 pid_t dc_sock_peer_pid(int fd);
