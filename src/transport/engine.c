@@ -25,11 +25,15 @@
 #define SPIN_SECONDS 50e-6
 #define BACKOFF_MIN_US 20   /* sleeping while a link without a file */
 #define BACKOFF_MAX_US 1000 /* descriptor is slow: never 100% CPU forever */
-/* With more ranks than cores (no spinning), give the core away
+/* After the spin (none with more ranks than cores), give the core away
  * (sched_yield) for this long since the last progress before such a
  * sleep: a pipe's peer that waits for a core runs at once, where a timed
- * sleep would wake us a tick late. */
-#define YIELD_SECONDS 1e-3
+ * sleep would wake us a tick late. On a busy or stolen core (a VM's
+ * neighbours, another job) a peer's stall often outlasts the spin: with
+ * sleeps after 50 us, a 64 KiB all_gather beside one CPU hog took 60-90 us
+ * against 4-28 us with 10 ms of yields (bench/shm-tuning.md). Yielding
+ * costs a syscall per look, and nothing when nobody else wants the core. */
+#define YIELD_SECONDS 10e-3
 
 dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
   dc_mesh *t = calloc(1, sizeof *t);
@@ -394,7 +398,7 @@ static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
     return st;
   double last = dc_now(), spin_until = last + (t->spin ? SPIN_SECONDS : 0);
   double asked = last;
-  int backoff = BACKOFF_MIN_US, yields = !t->spin && on_pipes(s, n);
+  int backoff = BACKOFF_MIN_US, yields = on_pipes(s, n);
   dc_conn *spoke = NULL; /* a pipe link's control socket spoke: the peer may
                             have written its last bytes to the pipe and left */
   for (;;) {
