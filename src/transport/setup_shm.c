@@ -138,9 +138,9 @@ static void attach_all(shm_plan *s, const shm_offer *offers, unsigned char *ok,
                 ? OK_PIPES
                 : 0;
     if (!ok[i])
-      dc_mesh_log(s->t,
-                  "shared memory with rank %d unavailable (%s): using TCP",
-                  s->peers[i], name[0] ? err : "it has none");
+      dc_mesh_log(
+          s->t, "shared memory with rank %d unavailable (%s): using its socket",
+          s->peers[i], name[0] ? err : "it has none");
     else if (can_pull(s, i, &offers[i], &pids[i]))
       ok[i] |= OK_PULL;
   }
@@ -176,7 +176,7 @@ static dc_status connect_pipes(shm_plan *s) {
   size_t pipes = (size_t)count_local(s, p->rank) * (size_t)t->lanes;
   if (dc_shm_new_name(name) != DC_OK ||
       dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {
-    dc_mesh_log(s->t, "no shared memory (%s): using TCP",
+    dc_mesh_log(s->t, "no shared memory (%s): using the sockets",
                 name[0] ? err : "no name");
     name[0] = '\0';
   }
