@@ -21,8 +21,10 @@ MLX_HOSTFILE=$mp_tmp/hf.json MLX_RANK=0 MLX_RING_VERBOSE=1 \
 r0=$!
 mp_pids+=("$r0")
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  # a copy that user 65534 can reach, wherever the build tree lives
+  chmod 755 "$mp_tmp" && cp "$stranger" "$mp_tmp/stranger" && chmod 755 "$mp_tmp/stranger"
   out=$(timeout -k 2 40 setpriv --reuid=65534 --regid=65534 --clear-groups \
-    "$stranger" no-token "$twin" 7a1 2 2>&1)
+    "$mp_tmp/stranger" no-token "$twin" 7a1 2 2>&1)
   if contains "$out" "refused (reason" "Unix socket from another user" \
     "closed by the rank"; then
     ok "another user's process claiming rank 1 on the Unix socket: $(grep refused <<<"$out")"
