@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "transport/shm.h"
+#include "transport/sock.h"
 
 #include "config/env.h"
 
@@ -84,24 +85,16 @@ int dc_shm_name_ok(const char *name, size_t cap) {
 _Static_assert(DC_SHM_NAME_BYTES < sizeof(((struct sockaddr_un *)0)->sun_path),
                "a name fits an abstract socket address");
 
-static socklen_t abstract_addr(struct sockaddr_un *a, const char *name) {
-  memset(a, 0, sizeof *a);
-  a->sun_family = AF_UNIX;
-  size_t n = strnlen(name, DC_SHM_NAME_BYTES - 1); /* sun_path[0] = 0 */
-  memcpy(a->sun_path + 1, name, n);
-  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
-
 int dc_cred_listen(char name[DC_SHM_NAME_BYTES]) {
-  struct sockaddr_un a;
+  dc_addr a;
   if (dc_shm_new_name(name) != DC_OK)
     return -1;
-  socklen_t len = abstract_addr(&a, name);
+  dc_sock_abstract(name, DC_SHM_NAME_BYTES - 1, &a);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   /* Nobody accepts: every same-host peer's probe stays in the backlog
    * until set-up closes fd, so it must hold them all (the kernel caps it
    * at net.core.somaxconn, 4096 by default). */
-  if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, len) != 0 ||
+  if (fd >= 0 && (bind(fd, (struct sockaddr *)&a.sa, a.salen) != 0 ||
                   listen(fd, SOMAXCONN) != 0)) {
     close(fd);
     fd = -1;
@@ -112,20 +105,16 @@ int dc_cred_listen(char name[DC_SHM_NAME_BYTES]) {
 }
 
 pid_t dc_cred_pid(const char *name, size_t cap) {
-  struct sockaddr_un a;
-  struct ucred cr;
-  socklen_t crlen = sizeof cr;
+  dc_addr a;
   if (!dc_shm_name_ok(name, cap))
     return -1;
-  socklen_t len = abstract_addr(&a, name);
+  dc_sock_abstract(name, DC_SHM_NAME_BYTES - 1, &a);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   pid_t pid = -1;
   /* A Unix connect completes in the listener's backlog: its credentials
    * (as of listen()) are there at once, no accept needed. */
-  if (fd >= 0 && connect(fd, (struct sockaddr *)&a, len) == 0 &&
-      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 &&
-      cr.uid == geteuid())
-    pid = cr.pid;
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&a.sa, a.salen) == 0)
+    pid = dc_sock_peer_pid(fd);
   if (fd >= 0)
     close(fd);
   return pid;

@@ -19,11 +19,8 @@ void dc_sock_name(const void *sa, char *out, size_t n) {
   char ip[INET6_ADDRSTRLEN] = "?";
   if (s->sa_family == AF_UNIX) { /* abstract: sun_path[0] is NUL */
     const struct sockaddr_un *u = sa;
-    char name[sizeof u->sun_path];
-    memcpy(name, u->sun_path + 1, sizeof name - 1);
-    name[sizeof name - 1] = '\0';
-    if (snprintf(out, n, "unix:@%s", name) >= (int)n)
-      return; /* cut to fit: it is for messages */
+    size_t len = strnlen(u->sun_path + 1, sizeof u->sun_path - 1);
+    snprintf(out, n, "unix:@%.*s", (int)len, u->sun_path + 1); /* may cut */
   } else if (s->sa_family == AF_INET6) {
     const struct sockaddr_in6 *a6 = sa;
     inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
@@ -59,16 +56,22 @@ static void tune(int fd, int family) {
 /* The name is the TCP address's own, so it is as unique on this host as
  * the port the rank holds while it listens there; abstract names live in
  * the network namespace, like the port. */
-void dc_sock_unix_twin(const dc_addr *tcp, dc_addr *out) {
+void dc_sock_abstract(const char *name, size_t max, dc_addr *out) {
   struct sockaddr_un *u = (struct sockaddr_un *)&out->sa;
-  char ip[64];
-  dc_sock_name(&tcp->sa, ip, sizeof ip);
+  size_t room = sizeof u->sun_path - 1; /* sun_path[0] is NUL */
+  size_t n = strnlen(name, max < room ? max : room);
   memset(out, 0, sizeof *out);
   u->sun_family = AF_UNIX;
-  int n = snprintf(u->sun_path + 1, sizeof u->sun_path - 1, "distcomm/%s", ip);
-  out->salen =
-      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+  memcpy(u->sun_path + 1, name, n);
+  out->salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
   dc_sock_name(&out->sa, out->text, sizeof out->text);
+}
+
+void dc_sock_unix_twin(const dc_addr *tcp, dc_addr *out) {
+  char ip[64], name[80];
+  dc_sock_name(&tcp->sa, ip, sizeof ip);
+  snprintf(name, sizeof name, "distcomm/%s", ip);
+  dc_sock_abstract(name, sizeof name, out);
 }
 
 static int peer_cred(int fd, struct ucred *cr) {
@@ -204,10 +207,8 @@ dc_status dc_sock_connect_via(const dc_addr *twin, const dc_addr *a,
   while (dc_now() < deadline) {
     int r = twin ? try_connect(twin, deadline, fd) : 0;
     *via_twin = r == 1;
-    if (r == 1) {
-      tune(*fd, AF_UNIX);
+    if (r == 1) /* nothing to tune on a Unix socket */
       return DC_OK;
-    }
     if (r == 0)
       r = try_connect(a, deadline, fd);
     if (r == 1) {

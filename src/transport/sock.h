@@ -52,6 +52,8 @@ dc_status dc_sock_read_all(int fd, void *buf, size_t n, double deadline);
  * Unix socket). */
 void dc_sock_name(const void *sa, char *out, size_t n);
 
+/* out = the abstract Unix address "@name" (at most max bytes of name). */
+void dc_sock_abstract(const char *name, size_t max, dc_addr *out);
 /* Same-host pairs connect over a Unix socket beside each TCP listener:
  * out gets the abstract address "@distcomm/<ip:port of tcp>". */
 void dc_sock_unix_twin(const dc_addr *tcp, dc_addr *out);
