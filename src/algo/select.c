@@ -69,10 +69,22 @@ static dc_status ring_all_gather(dc_comm *c, const void *send, void *recv) {
   return dc_ring_all_gather(c, recv);
 }
 
+/* From this many bytes per rank, a direct all_gather may be single copy
+ * too, as the tuner finds. Where the two ranks' cores share a cache the
+ * pipes win (32 KiB each: 3.6 against ~5 us); where a VM's cores sit on
+ * different dies every line written into a pipe crosses twice, and single
+ * copy, which reads the sender's clean buffer once, wins (13 us against
+ * ~6): the same VM moves between the two from one second to the next
+ * (bench/shm-tuning.md, session 15). */
+#define PULL_GATHER_MIN_BYTES (16u * 1024u)
+
 dc_status dc_algo_all_gather(dc_comm *c, const void *send, void *recv) {
   if (!ring_only(c) &&
       c->total_bytes * (size_t)c->size <= 4 * DC_DIRECT_MAX_BYTES)
-    return dc_direct_all_gather(c, send, recv);
+    return c->total_bytes >= PULL_GATHER_MIN_BYTES
+               ? pull_or(c, DC_TUNE_ALL_GATHER, dc_pull_all_gather,
+                         dc_direct_all_gather, send, recv)
+               : dc_direct_all_gather(c, send, recv);
   return pull_or(c, DC_TUNE_ALL_GATHER, dc_pull_all_gather, ring_all_gather,
                  send, recv);
 }
