@@ -61,6 +61,15 @@ def read_file(label, path, data, order, nranks):
             if t:
                 data.setdefault("memcpy-traffic", []).append(float(t.group(1)))
                 continue
+            t = re.search(r"^copy rates.*: memcpy ([0-9.]+), process_vm_readv ([0-9.]+)",
+                          line)
+            if t:
+                data.setdefault("copy-rates", []).append(tuple(map(float, t.groups())))
+                continue
+            t = re.search(r"^tcp .* 8 B one way: .*spinning ([0-9.]+) us", line)
+            if t:
+                data.setdefault("tcp-floor", []).append(float(t.group(1)))
+                continue
             m = re.search(r"nranks=(\d+)", line)
             if line.startswith("#"):
                 if m:
@@ -102,6 +111,43 @@ def print_memory_bound(rates, data, subject):
     print("\n# memory bound: all_sum of %d B takes %.2f ms; 4 x size at the memcpy"
           " traffic rate %.2f GB/s is %.2f ms: %.0f%% of the bound (goal: 70%%)"
           % (key[1], mine_ms, rate, bound_ms, 100.0 * bound_ms / mine_ms))
+
+
+# What each rank of two moves in distcomm's single-copy algorithms
+# (algo/pull.c), in units of the row's size: (memcpy, process_vm_readv).
+# all_sum pulls the peer's half of its slice, adds its own, then pulls the
+# peer's reduced half; all_gather copies its own half and pulls the other;
+# reduce_scatter pulls and adds. An add works on the 64 KiB piece just
+# pulled into cache, so its memory traffic is that of a copy of our own
+# operand: counted as a memcpy.
+WORK = {"allreduce": (0.5, 1.0), "allgather": (0.5, 0.5), "reduce_scatter": (0.5, 0.5)}
+
+
+def print_bounds(data, subject, peers, copy_rates, tcp_floor):
+    """What bounds the cells the goals are hardest on, measured in the same
+    run: over shared memory the time of the copies a cell is made of at
+    the rates bench-copy-rate measured (>= 16 MiB), over TCP the
+    kernel's own 8 B ping-pong (bench-tcp-floor)."""
+    mine = data[subject]
+    if copy_rates:
+        rate = [median(r[k] for r in copy_rates) for k in range(2)]
+        print("\n# single-copy floor per cell: its copies at the rates of two processes"
+              " at once, memcpy %.2f and process_vm_readv %.2f GB/s (median of %d)"
+              % (rate[0], rate[1], len(copy_rates)))
+        for key in sorted(k for k in mine if k[0] in WORK and k[1] >= MIB16):
+            floor_us = sum(w * key[1] / (r * 1e9) for w, r in zip(WORK[key[0]], rate)) * 1e6
+            best = min((data[p][key][0], p) for p in peers if key in data[p])
+            print("#   %-14s %10d: floor %8.0f us; %s %8.0f us (%3.0f%%), %s %8.0f us (%3.0f%%)"
+                  % (key[0], key[1], floor_us, subject, mine[key][0],
+                     100 * floor_us / mine[key][0], best[1], best[0],
+                     100 * floor_us / best[0]))
+    key = ("pingpong", 8)
+    if tcp_floor and key in mine:
+        floor = median(tcp_floor)
+        best = min((data[p][key][0], p) for p in peers if key in data[p])
+        print("\n# floor: 8 B one way over TCP on 127.0.0.1 with no library, spinning"
+              " on recv: %.2f us (median of %d); %s %.2f us, %s %.2f us"
+              % (floor, len(tcp_floor), subject, mine[key][0], best[1], best[0]))
 
 
 def busbw(op, size, time_us, n):
@@ -185,9 +231,13 @@ def main(argv):
         print("compare.py: no rows found", file=sys.stderr)
         return 1
     rates = data.pop("memcpy-traffic", None)
+    copy_rates = data.pop("copy-rates", None)
+    tcp_floor = data.pop("tcp-floor", None)
+    order = [s for s in order if s in data]
     median_of_rounds(data)
     print_table(data, order, nranks)
     print_memory_bound(rates, data, order[0])
+    print_bounds(data, order[0], order[1:], copy_rates, tcp_floor)
     return 0
 
 
