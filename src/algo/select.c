@@ -29,24 +29,33 @@ static int direct_wins(const dc_comm *c, size_t bytes) {
 
 typedef dc_status (*algo_fn)(dc_comm *c, const void *send, void *recv);
 
-/* Single copy or the ring through the pipes, as the group's tuner votes
- * (every rank must agree: pull's first round carries the vote). pull
- * answers NOT_SUPPORTED, on every rank alike, when a rank voted against
- * it or its buffers overlap oddly; then the ring runs. */
+/* Single copy or the ring through the pipes, as the group's tuner says
+ * (tune.h: most calls follow the shared schedule or the last agreement;
+ * a decision's votes ride on pull's first round, and every rank must
+ * agree). pull answers NOT_SUPPORTED, on every rank alike, when a rank
+ * voted against it or its buffers overlap oddly; then the ring runs. */
 static dc_status pull_or(dc_comm *c, dc_tune_kind kind, algo_fn by_pull,
                          algo_fn other, const void *send, void *recv) {
   if (!pull(c))
     return other(c, send, recv);
-  int tuned = c->tune != NULL; /* NULL: DISTCOMM_CMA chose (tune.h) */
-  double t0 = tuned ? dc_now() : 0;
-  if (tuned && !dc_tune_vote(c->tune, kind, c->total_bytes))
-    c->pull_ok = 0;
-  dc_status st = by_pull(c, send, recv);
+  dc_tune_plan plan = DC_TUNE_GO_PULL; /* no tuner: pull votes (tune.h) */
+  if (c->tune)
+    plan = dc_tune_collective(c->tune, kind, c->total_bytes);
+  double t0 = c->tune ? dc_now() : 0;
+  dc_status st = DC_ERR_NOT_SUPPORTED;
+  if (plan != DC_TUNE_GO_PIPES) {
+    if (plan == DC_TUNE_VOTE_PIPES)
+      c->pull_ok = 0;
+    st = by_pull(c, send, recv);
+  }
   int pulled = st != DC_ERR_NOT_SUPPORTED;
   if (!pulled)
     st = other(c, send, recv);
-  if (st == DC_OK && tuned)
+  if (st == DC_OK && c->tune) {
+    if (plan == DC_TUNE_VOTE_PIPES || plan == DC_TUNE_VOTE_PULL)
+      dc_tune_agreed(c->tune, kind, c->total_bytes, pulled);
     dc_tune_record(c->tune, kind, c->total_bytes, pulled, dc_now() - t0);
+  }
   return st;
 }
 
@@ -70,13 +79,14 @@ static dc_status ring_all_gather(dc_comm *c, const void *send, void *recv) {
 }
 
 /* From this many bytes per rank, a direct all_gather may be single copy
- * too, as the tuner finds. Where the two ranks' cores share a cache the
- * pipes win (32 KiB each: 3.6 against ~5 us); where a VM's cores sit on
- * different dies every line written into a pipe crosses twice, and single
- * copy, which reads the sender's clean buffer once, wins (13 us against
- * ~6): the same VM moves between the two from one second to the next
- * (bench/shm-tuning.md, session 15). */
-#define PULL_GATHER_MIN_BYTES (16u * 1024u)
+ * too, as the tuner finds. Where a VM's two vCPUs sit on different dies,
+ * every line written into a pipe crosses twice, and single copy, which
+ * reads the sender's clean buffer once, wins: 128 and 256 KiB 1.8x. Where
+ * they share a cache the pipes win by a little (0.9-1x with the tuner's
+ * tries), and below 64 KiB a rank by more (32 KiB: 0.8x): the same VM
+ * moves between the two from one second to the next (bench/shm-tuning.md,
+ * session 15). */
+#define PULL_GATHER_MIN_BYTES (64u * 1024u)
 
 dc_status dc_algo_all_gather(dc_comm *c, const void *send, void *recv) {
   if (!ring_only(c) &&

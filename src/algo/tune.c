@@ -18,6 +18,14 @@ static float best(const dc_tune_class *k, int pulled) {
   return b;
 }
 
+/* 1 when single copy's kept samples are the faster. */
+static int pull_faster(const dc_tune_class *k) {
+  float pull = best(k, 1), pipes = best(k, 0);
+  if (pull == 0 || pipes == 0) /* the one with figures; pull if neither */
+    return pipes == 0;
+  return pull < pipes;
+}
+
 int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes) {
   if (t->mode != DC_TUNE_AUTO)
     return t->mode == DC_TUNE_PULL;
@@ -28,15 +36,30 @@ int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes) {
   unsigned in_burst = call % DC_TUNE_RETRY;
   if (in_burst > 0 && in_burst < DC_TUNE_BURST)
     return k->trying; /* the burst keeps its path whatever it measured */
-  float pull = best(k, 1), pipes = best(k, 0);
-  int faster;
-  if (pull == 0 || pipes == 0) /* the one with figures; pull if neither */
-    faster = pipes == 0;
-  else
-    faster = pull < pipes;
+  int faster = pull_faster(k);
   /* now and then the other path again: the machine may have changed */
   k->trying = !faster;
   return in_burst == 0 ? !faster : faster;
+}
+
+dc_tune_plan dc_tune_collective(dc_tune *t, dc_tune_kind kind, size_t bytes) {
+  if (t->mode != DC_TUNE_AUTO)
+    return t->mode == DC_TUNE_PULL ? DC_TUNE_GO_PULL : DC_TUNE_VOTE_PIPES;
+  dc_tune_class *k = class_of(t, kind, bytes);
+  unsigned call = k->calls++;
+  if (call < DC_TUNE_EXPLORE) /* a burst of single copy, then the pipes */
+    return call / DC_TUNE_BURST % 2 == 0 ? DC_TUNE_GO_PULL : DC_TUNE_GO_PIPES;
+  unsigned in_burst = call % DC_TUNE_RETRY;
+  if (k->agreed == 0 || call == DC_TUNE_EXPLORE || in_burst == DC_TUNE_BURST)
+    return pull_faster(k) ? DC_TUNE_VOTE_PULL : DC_TUNE_VOTE_PIPES;
+  int pull = k->agreed == 2;
+  if (in_burst < DC_TUNE_BURST) /* now and then the other path again */
+    pull = !pull;
+  return pull ? DC_TUNE_GO_PULL : DC_TUNE_GO_PIPES;
+}
+
+void dc_tune_agreed(dc_tune *t, dc_tune_kind kind, size_t bytes, int pulled) {
+  class_of(t, kind, bytes)->agreed = pulled ? 2 : 1;
 }
 
 void dc_tune_record(dc_tune *t, dc_tune_kind kind, size_t bytes, int pulled,

@@ -53,6 +53,8 @@ typedef enum dc_tune_mode {
 typedef struct dc_tune_class {
   unsigned calls;
   int trying;                        /* the path of the current retry */
+  int agreed;                        /* collectives: 0 none yet, 1 the
+                                        pipes, 2 single copy */
   unsigned n[2];                     /* samples taken, [0] pipes, [1] pull */
   float seconds[2][DC_TUNE_SAMPLES]; /* per call */
 } dc_tune_class;
@@ -65,6 +67,24 @@ typedef struct dc_tune {
 /* This rank's vote for the coming call: 1 single copy, 0 pipes. Counts
  * the call. */
 int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes);
+/* A collective's path for the coming call, for every rank alike (counts
+ * the call). Most calls need no vote: the shared schedule (exploration, a
+ * burst of the other path per DC_TUNE_RETRY calls) or the group's last
+ * agreement says the path. One call after each burst is a decision: the
+ * ranks vote (single copy's first round carries the votes) and
+ * dc_tune_agreed records what they chose, kept until the next decision.
+ * Where the pipes win, their calls then skip single copy's vote round, a
+ * small message each way (0.3-1 us, as much as a 32 KiB all_gather's
+ * copy). */
+typedef enum dc_tune_plan {
+  DC_TUNE_GO_PIPES,   /* the pipes, no vote */
+  DC_TUNE_GO_PULL,    /* single copy, no vote (its round still runs) */
+  DC_TUNE_VOTE_PIPES, /* a decision: this rank votes for the pipes */
+  DC_TUNE_VOTE_PULL   /* a decision: this rank votes for single copy */
+} dc_tune_plan;
+dc_tune_plan dc_tune_collective(dc_tune *t, dc_tune_kind kind, size_t bytes);
+/* After a decision: what the ranks chose (pulled: single copy). */
+void dc_tune_agreed(dc_tune *t, dc_tune_kind kind, size_t bytes, int pulled);
 /* What the call took, by the path it took (pulled: single copy). */
 void dc_tune_record(dc_tune *t, dc_tune_kind kind, size_t bytes, int pulled,
                     double seconds);

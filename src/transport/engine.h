@@ -58,7 +58,7 @@ typedef struct dc_mesh {
   int nsegs;
   int one_host;         /* every rank of the group is on this host */
   int pull_ok;          /* every peer's memory is readable (single copy) */
-  struct dc_tune *tune; /* single copy or pipes, when pull_ok (owned) */
+  struct dc_tune *tune; /* single copy or pipes, when one_host (owned) */
 } dc_mesh;
 
 /* Open a group's mesh: dc_mesh_new with the plan's rank, size and lanes,

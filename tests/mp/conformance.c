@@ -463,9 +463,9 @@ static void add_count(conf *c, size_t n) {
 }
 
 /* 0, 1, 7, fewer than the ranks, a small non-multiple of the rank count,
- * 8191 (an all_gather of 4-byte elements small enough for a direct
- * exchange, large enough for single copy), one MiB of the dtype, and a
- * large count no rank count divides. */
+ * 16411 (on 2 or 3 ranks an all_gather of 4-byte elements small enough
+ * for a direct exchange, large enough for single copy), one MiB of the
+ * dtype, and a large count no rank count divides. */
 static void default_counts(conf *c, int quick) {
   size_t sz = (size_t)c->size;
   add_count(c, 0);
@@ -474,7 +474,7 @@ static void default_counts(conf *c, int quick) {
   add_count(c, sz - 1);
   add_count(c, sz / 2);
   add_count(c, 3 * sz + 1);
-  add_count(c, 8191);
+  add_count(c, 16411);
   add_count(c, MIB_COUNT);
   add_count(c, quick ? 65537 : 1000003); /* neither divisible by 2..8 */
 }

@@ -1,7 +1,8 @@
 /* Unit tests of the choice between single copy and the pipes
  * (src/algo/tune.c): the shared exploration schedule, voting for the
  * faster path, robustness to one noisy sample, following a machine that
- * changes, and the forced modes of DISTCOMM_CMA. */
+ * changes, the forced modes of DISTCOMM_CMA, and for collectives a
+ * schedule every rank runs alike, voting only at decisions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,6 +151,94 @@ static void a_path_without_figures(void **state) {
   free(t);
 }
 
+/* ---- collectives: the group's schedule (dc_tune_collective) ----------- */
+
+/* One collective call on a group of ranks, as select.c's pull_or runs it:
+ * single copy's round runs on a rank unless its plan is GO_PIPES; every
+ * rank must agree on that, or one would wait for a round the other never
+ * sends. The round pulls when every rank votes for it and can pull. */
+static int group_call(dc_tune **t, const int *can_pull, int n, size_t bytes,
+                      double pull_s, double pipes_s) {
+  dc_tune_plan plan[8];
+  int round = -1, pulled = 1;
+  for (int r = 0; r < n; r++) {
+    plan[r] = dc_tune_collective(t[r], DC_TUNE_ALL_GATHER, bytes);
+    int mine = plan[r] != DC_TUNE_GO_PIPES;
+    if (round < 0)
+      round = mine;
+    assert_int_equal(mine, round); /* all ranks alike, or a hang */
+    pulled &= plan[r] != DC_TUNE_VOTE_PIPES && can_pull[r];
+  }
+  pulled &= round;
+  for (int r = 0; r < n; r++) {
+    if (plan[r] == DC_TUNE_VOTE_PIPES || plan[r] == DC_TUNE_VOTE_PULL)
+      dc_tune_agreed(t[r], DC_TUNE_ALL_GATHER, bytes, pulled);
+    dc_tune_record(t[r], DC_TUNE_ALL_GATHER, bytes, pulled,
+                   pulled ? pull_s : pipes_s);
+  }
+  return pulled;
+}
+
+/* Exploration, then a decision, then the agreed path without votes but for
+ * a burst of the other per DC_TUNE_RETRY calls and a decision after it. */
+static void collectives_vote_only_at_decisions(void **state) {
+  (void)state;
+  dc_tune *t = fresh(DC_TUNE_AUTO);
+  const int can[1] = {1};
+  int votes = 0, pulls = 0;
+  for (int i = 0; i < 3 * DC_TUNE_RETRY; i++) {
+    unsigned before = t->cls[DC_TUNE_ALL_GATHER][15].calls;
+    dc_tune_plan p = dc_tune_collective(t, DC_TUNE_ALL_GATHER, 32 * 1024);
+    t->cls[DC_TUNE_ALL_GATHER][15].calls = before; /* peeked: call again */
+    votes += p == DC_TUNE_VOTE_PIPES || p == DC_TUNE_VOTE_PULL;
+    if (i < DC_TUNE_EXPLORE)
+      assert_int_equal(p,
+                       i < DC_TUNE_BURST ? DC_TUNE_GO_PULL : DC_TUNE_GO_PIPES);
+    pulls += group_call(&t, can, 1, 32 * 1024, 2e-6, 1e-6); /* pipes win */
+  }
+  /* calls 4, 66 and 130 decide; 64, 65, 128, 129 try single copy again */
+  assert_int_equal(votes, 3);
+  assert_int_equal(pulls, DC_TUNE_BURST + 2 * DC_TUNE_BURST);
+  free(t);
+}
+
+/* A rank that cannot pull (its tuner always agrees on the pipes) runs the
+ * same schedule as ranks that can, and single copy wins where all can. */
+static void ranks_agree_when_one_cannot_pull(void **state) {
+  (void)state;
+  for (int one_cannot = 0; one_cannot < 2; one_cannot++) {
+    dc_tune *t[3] = {fresh(DC_TUNE_AUTO), fresh(DC_TUNE_AUTO),
+                     fresh(DC_TUNE_AUTO)};
+    const int can[3] = {1, !one_cannot, 1};
+    int pulls = 0;
+    for (int i = 0; i < 4 * DC_TUNE_RETRY; i++)
+      pulls += group_call(t, can, 3, MIB, 1e-4, 3e-4); /* pull wins */
+    if (one_cannot)
+      assert_int_equal(pulls, 0);
+    else /* all but the explored pipes and the pipes' bursts */
+      assert_int_equal(pulls,
+                       4 * DC_TUNE_RETRY - DC_TUNE_BURST - 3 * DC_TUNE_BURST);
+    for (int r = 0; r < 3; r++)
+      free(t[r]);
+  }
+}
+
+/* The machine changes (another placement of the cores): the next decision
+ * after a burst follows it. */
+static void collectives_follow_a_changed_machine(void **state) {
+  (void)state;
+  dc_tune *t[2] = {fresh(DC_TUNE_AUTO), fresh(DC_TUNE_AUTO)};
+  const int can[2] = {1, 1};
+  int late = 0;
+  for (int i = 0; i < 2 * DC_TUNE_RETRY; i++)
+    group_call(t, can, 2, MIB, 3e-4, 1e-4); /* pipes win */
+  for (int i = 0; i < 2 * DC_TUNE_RETRY; i++)
+    late += group_call(t, can, 2, MIB, 1e-4, 3e-4); /* now pull wins */
+  assert_true(late >= DC_TUNE_RETRY); /* from the next decision on */
+  free(t[0]);
+  free(t[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(forced_modes_never_measure),
@@ -160,6 +249,9 @@ int main(void) {
       cmocka_unit_test(a_cold_first_call_does_not_hide_a_path),
       cmocka_unit_test(classes_are_separate),
       cmocka_unit_test(a_path_without_figures),
+      cmocka_unit_test(collectives_vote_only_at_decisions),
+      cmocka_unit_test(ranks_agree_when_one_cannot_pull),
+      cmocka_unit_test(collectives_follow_a_changed_machine),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
