@@ -55,7 +55,8 @@
     "connect over TCP, not Unix sockets)")                                     \
   X(CMA, "DISTCOMM_CMA", SWITCH, "auto", 0, 0,                                 \
     "single copy (process_vm_readv) for large collectives on one host: "       \
-    "0 never, 1 always, auto: the faster, timed per op and size")              \
+    "0 never, 1 always (when set so on every rank), auto: the faster, timed "  \
+    "per op and size")                                                         \
   X(HIER, "DISTCOMM_HIER", SWITCH, "auto", 0, 0,                               \
     "all_reduce on several hosts with the same number (2 or more) of ranks "   \
     "each: inside each host, then one ring per local rank across hosts, "      \

@@ -29,7 +29,8 @@ typedef struct shm_offer {
   uint64_t probe_at, probe;     /* where to read which value */
 } shm_offer;
 
-enum { OK_PIPES = 1, OK_PULL = 2 }; /* verdict bits, per peer */
+/* verdict bits, per peer; OK_FORCED: DISTCOMM_CMA=1 here */
+enum { OK_PIPES = 1, OK_PULL = 2, OK_FORCED = 4 };
 
 static volatile uint64_t probe_word;
 
@@ -153,13 +154,21 @@ static void wire_pull(shm_plan *s, const pid_t *pids, const unsigned char *ok,
                       int have_seg) {
   dc_mesh *t = s->t;
   int all = s->npeers == s->p->size - 1, both = OK_PIPES | OK_PULL;
+  int forced = dc_cma_forced();
   for (int i = 0; i < s->npeers; i++) {
     /* only where the pipes are wired too: the peer's bits alone say little */
-    all &= have_seg && ok[i] == both && ok[s->npeers + i] == both;
+    all &= have_seg && (ok[i] & both) == both &&
+           (ok[s->npeers + i] & both) == both;
+    forced &= (ok[s->npeers + i] & OK_FORCED) != 0;
     dc_mesh_set_pid(t, s->peers[i], (int)pids[i]);
   }
   int one_host = s->npeers > 0 && s->npeers == s->p->size - 1;
-  dc_mesh_set_pull(t, one_host, all && one_host, dc_cma_forced());
+  /* Forced only where every rank is: the ranks' tuners must run alike
+   * (algo/tune.h), or one would wait for a vote another never sends. */
+  if (dc_cma_forced() && !forced && all && one_host)
+    dc_mesh_log(t, "DISTCOMM_CMA=1 is not set on every rank: single copy "
+                   "is chosen by measuring");
+  dc_mesh_set_pull(t, one_host, all && one_host, forced);
 }
 
 static dc_status connect_pipes(shm_plan *s) {
@@ -188,10 +197,12 @@ static dc_status connect_pipes(shm_plan *s) {
                      : dc_mesh_fail(s->t, DC_ERR_NOMEM, "no memory");
   if (st == DC_OK) { /* each peer's verdict on our segment */
     attach_all(s, offers, ok, pids);
+    for (int i = 0; i < s->npeers; i++)
+      ok[i] |= dc_cma_forced() ? OK_FORCED : 0;
     st = swap(s, 1, (char *)ok, 1, (char *)ok + s->npeers, 1);
   }
   for (int i = 0; st == DC_OK && i < s->npeers; i++)
-    if (name[0] && ok[i] && ok[s->npeers + i])
+    if (name[0] && (ok[i] & OK_PIPES) && (ok[s->npeers + i] & OK_PIPES))
       wire(s, i, &t->segs[0], &t->segs[1 + i]);
   if (st == DC_OK)
     wire_pull(s, pids, ok, name[0] != '\0');
