@@ -131,13 +131,14 @@ def print_bounds(data, subject, peers, copy_rates, tcp_floor):
     mine = data[subject]
     if copy_rates:
         rate = [median(r[k] for r in copy_rates) for k in range(2)]
-        print("\n# single-copy floor per cell: its copies at the rates of two processes"
-              " at once, memcpy %.2f and process_vm_readv %.2f GB/s (median of %d)"
+        print("\n# the copies a cell is made of, timed at the rates of two processes"
+              " at once, memcpy %.2f and process_vm_readv %.2f GB/s (median of %d);"
+              " over 100%%: faster than that yardstick (caches, overlap)"
               % (rate[0], rate[1], len(copy_rates)))
         for key in sorted(k for k in mine if k[0] in WORK and k[1] >= MIB16):
             floor_us = sum(w * key[1] / (r * 1e9) for w, r in zip(WORK[key[0]], rate)) * 1e6
             best = min((data[p][key][0], p) for p in peers if key in data[p])
-            print("#   %-14s %10d: floor %8.0f us; %s %8.0f us (%3.0f%%), %s %8.0f us (%3.0f%%)"
+            print("#   %-14s %10d: copies %8.0f us; %s %8.0f us (%3.0f%%), %s %8.0f us (%3.0f%%)"
                   % (key[0], key[1], floor_us, subject, mine[key][0],
                      100 * floor_us / mine[key][0], best[1], best[0],
                      100 * floor_us / best[0]))
