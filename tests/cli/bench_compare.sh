@@ -2,7 +2,8 @@
 # bench_compare.sh COMPARE_PY: bench/compare.py on made-up rounds. A side's
 # time is the median of its rounds, the ratio comes from those medians, a
 # WRONG check in any round marks the cell, and the memory-bound line uses
-# the median memcpy traffic rate.
+# the median memcpy traffic rate; the bounds lines read bench-copy-rate's
+# and bench-tcp-floor's outputs.
 set -u
 py=$1
 tmp=$(mktemp -d)
@@ -32,5 +33,20 @@ check "median of rounds and ratio" '^allreduce +1048576 +20\.00 .* ompi-shm +3\.
 check "a WRONG round marks the cell" '^allgather +1024 +5\.00 +[0-9.]+! .* 0\.80x +MISS'
 # traffic median of 20 and 30 = 25 GB/s: 4 x 134217728 B / 25 GB/s = 21.47 ms
 check "memory bound" 'takes 20\.00 ms; .* rate 25\.00 GB/s is 21\.47 ms: 107% of the bound'
-echo "$((3 - fails)) passed, $fails failed"
+
+# What bounds the cells: the copies' yardstick from bench-copy-rate's lines
+# (median of 4 and 6 = 5 GB/s memcpy, 2 GB/s process_vm_readv): all_gather
+# of 16 MiB = 8 MiB at 5 + 8 MiB at 2 GB/s = 1677.7 + 4194.3 us = 5872 us;
+# and the TCP floor's line (median of 6 and 8 = 7 us).
+{ row allgather 16777216 5872; row pingpong 8 7; } >"$tmp/d4"
+{ echo "## ompi-shm"; row allgather 16777216 11744; row pingpong 8 14; } >"$tmp/p3"
+echo "copy rates, two processes at once (GB/s of bytes written): memcpy 4.00, process_vm_readv 2.00" >"$tmp/b1"
+echo "copy rates, two processes at once (GB/s of bytes written): memcpy 6.00, process_vm_readv 2.00" >"$tmp/b2"
+echo "tcp 127.0.0.1 8 B one way: blocking 60.00 us, spinning 6.00 us" >"$tmp/b3"
+echo "tcp 127.0.0.1 8 B one way: blocking 70.00 us, spinning 8.00 us" >"$tmp/b4"
+/usr/bin/python3 "$py" distcomm="$tmp/d4" "$tmp/p3" "$tmp/b1" "$tmp/b2" "$tmp/b3" "$tmp/b4" \
+  >"$tmp/table" 2>&1 || { echo "FAIL: compare.py exited $?"; cat "$tmp/table"; exit 1; }
+check "copies' yardstick" 'allgather +16777216: copies +5872 us; distcomm +5872 us \(100%\), ompi-shm +11744 us \( 50%\)'
+check "tcp floor" 'spinning on recv: 7\.00 us \(median of 2\); distcomm 7\.00 us, ompi-shm 14\.00 us'
+echo "$((5 - fails)) passed, $fails failed"
 [ "$fails" = 0 ]
