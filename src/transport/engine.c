@@ -127,12 +127,13 @@ void dc_mesh_set_pid(dc_mesh *t, int peer, int pid) {
 
 /* Every rank of a one-host group keeps a tuner, also one that cannot
  * pull: the tuner's schedule says which calls vote (algo/tune.h), so all
- * ranks must run it alike; this one's votes are always the pipes. */
+ * ranks must run it alike; this one's votes are always the pipes. forced
+ * is alike on every rank too (setup_shm.c), whether it can pull or not. */
 void dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced) {
   t->one_host = one_host;
   t->pull_ok = pull_ok;
   if (one_host && (t->tune = calloc(1, sizeof *t->tune)) != NULL)
-    t->tune->mode = forced && pull_ok ? DC_TUNE_PULL : DC_TUNE_AUTO;
+    t->tune->mode = forced ? DC_TUNE_PULL : DC_TUNE_AUTO;
 }
 
 void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,

@@ -103,7 +103,8 @@ void dc_mesh_wire_pipes(dc_mesh *t, int peer, int lane, struct dc_pipe *tx,
                         size_t tx_cap, struct dc_pipe *rx, size_t rx_cap);
 void dc_mesh_set_pid(dc_mesh *t, int peer, int pid);
 /* Single copy: offered (pull) when one_host, used when pull_ok; forced
- * skips the choice between single copy and pipes (algo/tune.h). */
+ * (set so on every rank) skips the choice between single copy and pipes
+ * (algo/tune.h). */
 void dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced);
 
 /* Prepare comm for one op: fills the frame fields and run = dc_mesh_run. */
