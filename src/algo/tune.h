@@ -8,12 +8,14 @@
  * class, and keeps voting for the faster one.
  *
  * Every rank runs the same schedule (it depends only on how many calls of
- * that op and size class the group has made), so all ranks explore
- * together; outside exploration each rank votes from its own timings and
- * single copy is used only when every rank votes for it (algo/pull.c's
- * first round carries the vote). Both paths give every rank the same bits;
- * with more than 2 ranks they may sum in a different order, so a forced
- * choice (DISTCOMM_CMA=0 or 1) is what gives the same bits call after call.
+ * that op and size class the group has made, and for collectives on what
+ * the group agreed), so all ranks explore together; at a decision each
+ * rank votes from its own timings and single copy is used only when every
+ * rank votes for it (algo/pull.c's first round carries the vote); point to
+ * point votes every large send, the sender alone. Both paths give every rank
+ * the same bits; with more than 2 ranks they may sum in a different order, so a
+ * forced choice (DISTCOMM_CMA=0 or 1) is what gives the same bits call after
+ * call.
  *
  * all_gather and point to point are measured too: single copy moves each
  * byte once where the pipes move it twice, yet on a quiet VM with slow
