@@ -136,12 +136,12 @@ def print_bounds(data, subject, peers, copy_rates, tcp_floor):
               " over 100%%: faster than that yardstick (caches, overlap)"
               % (rate[0], rate[1], len(copy_rates)))
         for key in sorted(k for k in mine if k[0] in WORK and k[1] >= MIB16):
-            floor_us = sum(w * key[1] / (r * 1e9) for w, r in zip(WORK[key[0]], rate)) * 1e6
+            copies_us = sum(w * key[1] / (r * 1e9) for w, r in zip(WORK[key[0]], rate)) * 1e6
             best = min((data[p][key][0], p) for p in peers if key in data[p])
             print("#   %-14s %10d: copies %8.0f us; %s %8.0f us (%3.0f%%), %s %8.0f us (%3.0f%%)"
-                  % (key[0], key[1], floor_us, subject, mine[key][0],
-                     100 * floor_us / mine[key][0], best[1], best[0],
-                     100 * floor_us / best[0]))
+                  % (key[0], key[1], copies_us, subject, mine[key][0],
+                     100 * copies_us / mine[key][0], best[1], best[0],
+                     100 * copies_us / best[0]))
     key = ("pingpong", 8)
     if tcp_floor and key in mine:
         floor = median(tcp_floor)

@@ -40,13 +40,14 @@ limit() { # RATE
 # The kernel's own ceiling: each host sends as many bytes as an all_sum of
 # S does (2(n-1)/n * S) to the next host while it receives from the last.
 ceiling() { # RATE
-    local s i
+    local s i bytes
     for s in 1048576 16777216 134217728; do
+        bytes=$((s * 2 * (N - 1) / N))
         for ((i = N; i >= 2; i--)); do
             hosts_exec "$i" timeout 300 "$OUT/bin/bench-tcp-floor" ring $((i - 1)) "$hosts" 29500 \
-                $((s * 2 * (N - 1) / N)) 5 >/dev/null &
+                "$bytes" 5 >/dev/null &
         done
-        hosts_exec 1 timeout 300 "$OUT/bin/bench-tcp-floor" ring 0 "$hosts" 29500 $((s * 2 * (N - 1) / N)) 5
+        hosts_exec 1 timeout 300 "$OUT/bin/bench-tcp-floor" ring 0 "$hosts" 29500 "$bytes" 5
         wait
     done
 }

@@ -50,7 +50,7 @@ dc_tune_plan dc_tune_collective(dc_tune *t, dc_tune_kind kind, size_t bytes) {
   if (call < DC_TUNE_EXPLORE) /* a burst of single copy, then the pipes */
     return call / DC_TUNE_BURST % 2 == 0 ? DC_TUNE_GO_PULL : DC_TUNE_GO_PIPES;
   unsigned in_burst = call % DC_TUNE_RETRY;
-  if (k->agreed == 0 || call == DC_TUNE_EXPLORE || in_burst == DC_TUNE_BURST)
+  if (k->agreed == 0 || in_burst == DC_TUNE_BURST) /* 0: the first one */
     return pull_faster(k) ? DC_TUNE_VOTE_PULL : DC_TUNE_VOTE_PIPES;
   int pull = k->agreed == 2;
   if (in_burst < DC_TUNE_BURST) /* now and then the other path again */

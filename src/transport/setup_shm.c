@@ -154,7 +154,7 @@ static void wire_pull(shm_plan *s, const pid_t *pids, const unsigned char *ok,
                       int have_seg) {
   dc_mesh *t = s->t;
   int all = s->npeers == s->p->size - 1, both = OK_PIPES | OK_PULL;
-  int forced = dc_cma_forced();
+  int forced_here = dc_cma_forced(), forced = forced_here;
   for (int i = 0; i < s->npeers; i++) {
     /* only where the pipes are wired too: the peer's bits alone say little */
     all &= have_seg && (ok[i] & both) == both &&
@@ -165,7 +165,7 @@ static void wire_pull(shm_plan *s, const pid_t *pids, const unsigned char *ok,
   int one_host = s->npeers > 0 && s->npeers == s->p->size - 1;
   /* Forced only where every rank is: the ranks' tuners must run alike
    * (algo/tune.h), or one would wait for a vote another never sends. */
-  if (dc_cma_forced() && !forced && all && one_host)
+  if (forced_here && !forced && all && one_host)
     dc_mesh_log(t, "DISTCOMM_CMA=1 is not set on every rank: single copy "
                    "is chosen by measuring");
   dc_mesh_set_pull(t, one_host, all && one_host, forced);
@@ -197,8 +197,9 @@ static dc_status connect_pipes(shm_plan *s) {
                      : dc_mesh_fail(s->t, DC_ERR_NOMEM, "no memory");
   if (st == DC_OK) { /* each peer's verdict on our segment */
     attach_all(s, offers, ok, pids);
+    unsigned char forced = dc_cma_forced() ? OK_FORCED : 0;
     for (int i = 0; i < s->npeers; i++)
-      ok[i] |= dc_cma_forced() ? OK_FORCED : 0;
+      ok[i] |= forced;
     st = swap(s, 1, (char *)ok, 1, (char *)ok + s->npeers, 1);
   }
   for (int i = 0; st == DC_OK && i < s->npeers; i++)
