@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "kernels/reduce.h"
 
 static int pow2_floor(int n) {
   int p = 1;
@@ -46,13 +47,20 @@ static dc_status hand_over(dc_comm *c, int to, const void *send, void *recv) {
 }
 
 /* One step: send cur to peer while its operand arrives and is reduced with
- * cur into nxt (never into cur, which may still be on its way). */
+ * cur into nxt (never into cur, which may still be on its way). Both
+ * partners put the lower rank's operand first: of two NaNs a sum keeps the
+ * first's payload, and the two must hold the same bits. */
 static dc_status step(dc_comm *c, int peer, const void *cur, void *nxt) {
   dc_xfer x[2] = {dc_xsend(peer, 0, cur, c->total_bytes),
                   dc_xrecv(peer, 0, nxt, c->total_bytes)};
-  x[1].reduce = 1;
-  x[1].src = cur;
-  return c->run(c, x, 2);
+  int first = c->rank < peer;
+  x[1].reduce = first;
+  x[1].src = first ? cur : NULL;
+  dc_status st = c->run(c, x, 2);
+  if (st == DC_OK && !first) /* nxt = theirs op ours */
+    dc_reduce(nxt, cur, c->total_bytes / dc_dtype_size(c->dtype), c->dtype,
+              c->op);
+  return st;
 }
 
 /* Ranks 2i + 1 < 2 * extra hand their operand to 2i (a ring neighbour:
