@@ -20,6 +20,12 @@
 
 /* Pulled and reduced piece by piece, so the piece stays in L1/L2. */
 #define PIECE_BYTES (64u * 1024u)
+/* Up to this size two ranks each reduce the whole of an all_reduce
+ * (dc_pull_all_reduce): where the cores sit on different dies, 1 MiB took
+ * 202 us instead of 328, 256 KiB 55 instead of 78; from 4 MiB the peer's
+ * results have left its cache anyway and the extra additions cost more
+ * (4 MiB 0.92x, 16 MiB 0.88x). */
+#define WHOLE_MAX_BYTES (2u * 1024u * 1024u)
 
 typedef struct where {
   uint64_t send, recv; /* the rank's buffers, in its own address space */
@@ -50,16 +56,17 @@ static dc_status done_round(dc_comm *c) {
 /* dst = every rank's bytes at base[q] + off, reduced in rank order (as
  * the direct algorithm does), for bytes bytes; own is ours. The sum grows
  * in dst itself, except in place on ranks > 0 (dst holds our operand
- * until its turn): there in acc, copied to dst at the end. Rank 0 out of
- * place starts the sum with rank 1's bytes, pulled straight into dst, and
- * adds its own: x1 op x0 is x0 op x1 bit for bit (kernels/reduce.h), and
- * saves copying its own piece first. */
+ * until its turn): there in acc, copied to dst at the end. With may_swap,
+ * rank 0 out of place starts the sum with rank 1's bytes, pulled straight
+ * into dst, and adds its own, which saves copying its own piece first:
+ * x1 op x0 is x0 op x1 (kernels/reduce.h) but for the payload of two NaNs,
+ * so only where no other rank computes the same elements. */
 static dc_status reduce_from(dc_comm *c, char *dst, const char *own,
                              const uint64_t *base, size_t off, size_t bytes,
-                             char *scratch, char *acc) {
+                             char *scratch, char *acc, int may_swap) {
   size_t es = dc_dtype_size(c->dtype);
   int apart = dst == own && c->rank > 0;
-  int swap = c->rank == 0 && dst != own && c->size > 1;
+  int swap = may_swap && c->rank == 0 && dst != own && c->size > 1;
   for (size_t at = 0; at < bytes; at += PIECE_BYTES) {
     size_t len = bytes - at < PIECE_BYTES ? bytes - at : PIECE_BYTES;
     char *sum = apart ? acc : dst + at;
@@ -97,7 +104,16 @@ static int overlap(const void *a, size_t na, const void *b, size_t nb) {
 /* Slice r of the buffer (cut as the ring cuts) is reduced by rank r from
  * everyone's send buffer; then every rank reads the other slices from
  * their owners' recv buffers. In place, a rank overwrites its other
- * slices only after the "done" round: every peer has read them by then. */
+ * slices only after the "done" round: every peer has read them by then.
+ *
+ * Two ranks both out of place, up to WHOLE_MAX_BYTES, each reduce the
+ * whole buffer instead: the same bytes pulled, but all from the peer's
+ * send buffer, which it does not write, and one round fewer. The second
+ * half of the sliced way reads what the peer has just written, lines held
+ * in its cache: where the two cores sit on different dies that read took
+ * twice the first (bench/shm-tuning.md, session 16). Both sum in rank
+ * order, x0 op x1 (no swap on rank 0): of two NaNs a sum keeps the first's
+ * payload, and each rank computes every element here. */
 dc_status dc_pull_all_reduce(dc_comm *c, const void *send, void *recv) {
   size_t es = dc_dtype_size(c->dtype);
   int ok = c->pull_ok && (send == recv ||
@@ -107,23 +123,28 @@ dc_status dc_pull_all_reduce(dc_comm *c, const void *send, void *recv) {
   char *scratch = malloc(2 * PIECE_BYTES); /* pulled, and a sum apart */
   dc_status st =
       w && base && scratch ? swap_where(c, send, recv, ok, w) : DC_ERR_NOMEM;
-  dc_range mine =
-      dc_piece((dc_range){0, c->count}, (size_t)c->size, (size_t)c->rank);
+  /* from what every rank swapped: a rank in place would break the rounds */
+  int whole = st == DC_OK && c->size == 2 &&
+              c->total_bytes <= WHOLE_MAX_BYTES && w[0].send != w[0].recv &&
+              w[1].send != w[1].recv;
+  dc_range mine = whole ? (dc_range){0, c->count}
+                        : dc_piece((dc_range){0, c->count}, (size_t)c->size,
+                                   (size_t)c->rank);
   for (int q = 0; st == DC_OK && q < c->size; q++)
     base[q] = w[q].send;
   if (st == DC_OK)
     st = reduce_from(c, (char *)recv + mine.off * es,
                      (const char *)send + mine.off * es, base, mine.off * es,
-                     mine.len * es, scratch, scratch + PIECE_BYTES);
+                     mine.len * es, scratch, scratch + PIECE_BYTES, !whole);
   if (st == DC_OK)
     st = done_round(c); /* every slice reduced; no one reads inputs now */
-  for (int q = 0; st == DC_OK && q < c->size; q++) {
+  for (int q = 0; st == DC_OK && !whole && q < c->size; q++) {
     dc_range s = dc_piece((dc_range){0, c->count}, (size_t)c->size, (size_t)q);
     if (q != c->rank && s.len)
       st = c->pull(c, q, (char *)recv + s.off * es, w[q].recv + s.off * es,
                    s.len * es);
   }
-  if (st == DC_OK)
+  if (st == DC_OK && !whole)
     st = done_round(c); /* no one reads our recv any more */
   free(scratch);
   free(base);
@@ -146,7 +167,7 @@ dc_status dc_pull_reduce_scatter(dc_comm *c, const void *send, void *recv) {
     base[q] = w[q].send;
   if (st == DC_OK)
     st = reduce_from(c, recv, (const char *)send + off, base, off, block,
-                     scratch, scratch + PIECE_BYTES);
+                     scratch, scratch + PIECE_BYTES, 1);
   if (st == DC_OK)
     st = done_round(c);
   free(scratch);
