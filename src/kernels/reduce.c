@@ -12,10 +12,12 @@
  *     back (nearest even) in one pass. float16 uses F16C (vcvtph2ps /
  *     vcvtps2ph) when the CPU has it, else a branch-free software conversion
  *     that also vectorises; bfloat16 only needs shifts and an add.
- *   - Every op gives the same bits whichever operand comes first, so all
- *     ranks agree: sum/prod are IEEE-commutative; max/min are written on the
- *     bit patterns (NaN wins, -0 < +0); FMA contraction is switched off
- *     because a*b + c*d fused is not symmetric in its operands.
+ *   - Every op gives the same value whichever operand comes first: sum/prod
+ *     are IEEE-commutative (of two NaNs the first's payload is kept, so
+ *     callers fix the order where two ranks compute one element); max/min
+ *     are written on the bit patterns (NaN wins, -0 < +0); FMA contraction
+ *     is switched off because a*b + c*d fused is not symmetric in its
+ *     operands.
  *   - inout == in is handled by copying `in` block-wise to the stack, so the
  *     loops may keep their restrict qualifiers.
  */

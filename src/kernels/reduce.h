@@ -14,7 +14,10 @@ dc_status dc_reduce_check(dc_dtype dtype, dc_op op);
 /* inout[i] = inout[i] op in[i]. No argument checks: call dc_reduce_check()
  * first. inout and in may be unaligned; they must not overlap unless equal.
  * The result is the same whichever operand is first (NaN wins for max/min),
- * so every rank computes bit-identical values. Vectorised; hot path. */
+ * but for a sum or product of two NaNs, which keeps the first's payload (as
+ * the hardware does): where two ranks compute one element they must pass
+ * the operands in one order (algo/doubling.c, algo/pull.c) to hold the same
+ * bits. Vectorised; hot path. */
 void dc_reduce(void *inout, const void *in, size_t count, dc_dtype dtype,
                dc_op op);
 
