@@ -66,6 +66,11 @@ def read_file(label, path, data, order, nranks):
             if t:
                 data.setdefault("copy-rates", []).append(tuple(map(float, t.groups())))
                 continue
+            t = re.search(r"^512 KiB through shared memory .*both at once [0-9.]+ GB/s"
+                          r" each \(([0-9.]+) us\)", line)
+            if t:
+                data.setdefault("pipe-512k", []).append(float(t.group(1)))
+                continue
             t = re.search(r"^tcp .* 8 B one way: .*spinning ([0-9.]+) us", line)
             if t:
                 data.setdefault("tcp-floor", []).append(float(t.group(1)))
@@ -121,6 +126,31 @@ def print_memory_bound(rates, data, subject):
 # pulled into cache, so its memory traffic is that of a copy of our own
 # operand: counted as a memcpy.
 WORK = {"allreduce": (0.5, 1.0), "allgather": (0.5, 0.5), "reduce_scatter": (0.5, 0.5)}
+
+
+# 1 MiB cells through the pipes: how many times each rank sends its peer
+# 512 KiB while the peer sends it as much (all_sum: its half, then the
+# reduced half back).
+PIPE_TRIPS = {"allgather": 1, "allreduce": 2}
+
+
+def print_pipe_bound(data, subject, peers, pipe_us):
+    """1 MiB cells against bench-copy-rate cross 512: a pipe's two copies
+    of 512 KiB each way at once, with no bookkeeping."""
+    mine = data[subject]
+    t = median(pipe_us)
+    print("\n# 512 KiB each way through shared memory at once, written then read"
+          " by the sibling (bench-copy-rate cross): %.1f us (median of %d); over"
+          " 100%%: faster than that many trips" % (t, len(pipe_us)))
+    for op, trips in PIPE_TRIPS.items():
+        key = (op, 1 << 20)
+        if key not in mine:
+            continue
+        best = min((data[p][key][0], p) for p in peers if key in data[p])
+        print("#   %-14s %10d: %d x %.1f = %6.1f us; %s %6.1f us (%3.0f%%), %s %6.1f us (%3.0f%%)"
+              % (op, key[1], trips, t, trips * t, subject, mine[key][0],
+                 100 * trips * t / mine[key][0], best[1], best[0],
+                 100 * trips * t / best[0]))
 
 
 def print_bounds(data, subject, peers, copy_rates, tcp_floor):
@@ -234,11 +264,14 @@ def main(argv):
     rates = data.pop("memcpy-traffic", None)
     copy_rates = data.pop("copy-rates", None)
     tcp_floor = data.pop("tcp-floor", None)
+    pipe_us = data.pop("pipe-512k", None)
     order = [s for s in order if s in data]
     median_of_rounds(data)
     print_table(data, order, nranks)
     print_memory_bound(rates, data, order[0])
     print_bounds(data, order[0], order[1:], copy_rates, tcp_floor)
+    if pipe_us:
+        print_pipe_bound(data, order[0], order[1:], pipe_us)
     return 0
 
 

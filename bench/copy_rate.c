@@ -7,6 +7,13 @@
  *   bench-copy-rate [MIB] [REPS]      (default 128 MiB, 9 reps: the median)
  *       prints "copy rates, two processes at once (GB/s of bytes written):
  *       memcpy X, process_vm_readv Y"
+ *   bench-copy-rate cross [KIB] [REPS]  (default 512 KiB, 201 reps)
+ *       prints "K KiB through shared memory (write, then the sibling
+ *       reads): both at once X GB/s each (T us), one at a time Y GB/s": a
+ *       pipe's two copies between two ranks, writer's cache to reader's, at
+ *       a size that stays in cache, without the pipe's bookkeeping. A
+ *       two-rank all_gather of S bytes moves S/2 each way, an all_reduce
+ *       twice that.
  *   bench-copy-rate line
  *       prints "cache line round trip N ns": two processes pass one line
  *       back and forth. On a VM this tells where the host put the two
@@ -126,9 +133,90 @@ static int line_trip(void) {
   return 0;
 }
 
+/* Both sides of "cross" meet here, spinning on a shared counter: a
+ * blocking read would put the waiting vCPU to sleep, and waking it takes
+ * longer than the copies measured. */
+static void meet(_Atomic long *count, long *gen) {
+  *gen += 2;
+  atomic_fetch_add(count, 1);
+  while (atomic_load(count) < *gen)
+    ;
+}
+
+/* One side of "cross": each rep, copy into our buffer in the shared
+ * mapping (lines the sibling read last time), meet, then copy out of the
+ * sibling's (lines it has just written); both at once, or only the side
+ * whose turn it is. The median time of each kind. */
+static void cross_side(int me, char *shared, char *dst, size_t bytes, int reps,
+                       double t[2]) {
+  _Atomic long *count = (_Atomic long *)(void *)shared;
+  char *own = shared + 4096 + (size_t)me * bytes,
+       *theirs = shared + 4096 + (size_t)!me * bytes;
+  static double m[3][MAX_REPS * 4];
+  long gen = 0;
+  for (int r = 0; r < reps; r++)
+    for (int k = 0; k < 3; k++) { /* both; side 0 alone; side 1 alone */
+      int go = k == 0 || k - 1 == me;
+      memset(dst, r + k, bytes);
+      meet(count, &gen);
+      double t0 = now();
+      if (go)
+        memcpy(own, dst, bytes);
+      meet(count, &gen);
+      if (go)
+        memcpy(dst, theirs, bytes);
+      m[k][r] = now() - t0;
+    }
+  meet(count, &gen);
+  for (int k = 0; k < 3; k++)
+    qsort(m[k], (size_t)reps, sizeof m[k][0], cmp);
+  t[0] = m[0][reps / 2];
+  t[1] = m[1 + me][reps / 2];
+}
+
+static int cross(int kib, int reps) {
+  size_t bytes = (size_t)kib << 10;
+  char *shared = mmap(NULL, 4096 + 2 * bytes, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  char *dst = malloc(bytes);
+  int b[2];
+  if (shared == MAP_FAILED || !dst || pipe(b))
+    return 1;
+  pid_t child = fork();
+  if (child < 0)
+    return 1;
+  double mine[2], theirs[2];
+  if (child == 0) {
+    cross_side(1, shared, dst, bytes, reps, theirs);
+    _exit(write(b[1], theirs, sizeof theirs) == sizeof theirs ? 0 : 1);
+  }
+  cross_side(0, shared, dst, bytes, reps, mine);
+  int ok = read(b[0], theirs, sizeof theirs) == sizeof theirs;
+  waitpid(child, NULL, 0);
+  if (!ok)
+    return 1;
+  double both = (mine[0] + theirs[0]) / 2, alone = (mine[1] + theirs[1]) / 2;
+  printf("%d KiB through shared memory (write, then the sibling reads): both "
+         "at once %.2f GB/s each (%.1f us), one at a time %.2f GB/s (%.1f "
+         "us)\n",
+         kib, (double)bytes / both * 1e-9, both * 1e6,
+         (double)bytes / alone * 1e-9, alone * 1e6);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "line"))
     return line_trip();
+  if (argc > 1 && !strcmp(argv[1], "cross")) {
+    int kib = argc > 2 ? atoi(argv[2]) : 512;
+    int reps = argc > 3 ? atoi(argv[3]) : 201;
+    if (kib < 1 || reps < 1 || reps > MAX_REPS * 4) {
+      fprintf(stderr, "usage: %s cross [KIB] [REPS<=%d]\n", argv[0],
+              MAX_REPS * 4);
+      return 2;
+    }
+    return cross(kib, reps);
+  }
   size_t bytes = (size_t)(argc > 1 ? atoi(argv[1]) : 128) << 20;
   int reps = argc > 2 ? atoi(argv[2]) : 9;
   if (bytes == 0 || reps < 1 || reps > MAX_REPS) {

@@ -3,7 +3,7 @@
 # time is the median of its rounds, the ratio comes from those medians, a
 # WRONG check in any round marks the cell, and the memory-bound line uses
 # the median memcpy traffic rate; the bounds lines read bench-copy-rate's
-# and bench-tcp-floor's outputs.
+# (copy rates, and cross for the 1 MiB cells) and bench-tcp-floor's outputs.
 set -u
 py=$1
 tmp=$(mktemp -d)
@@ -48,5 +48,16 @@ echo "tcp 127.0.0.1 8 B one way: blocking 70.00 us, spinning 8.00 us" >"$tmp/b4"
   >"$tmp/table" 2>&1 || { echo "FAIL: compare.py exited $?"; cat "$tmp/table"; exit 1; }
 check "copies' yardstick" 'allgather +16777216: copies +5872 us; distcomm +5872 us \(100%\), ompi-shm +11744 us \( 50%\)'
 check "tcp floor" 'spinning on recv: 7\.00 us \(median of 2\); distcomm 7\.00 us, ompi-shm 14\.00 us'
-echo "$((5 - fails)) passed, $fails failed"
+# The 1 MiB cells against bench-copy-rate cross 512 (median of 40 and 60 =
+# 50 us): all_gather one trip, all_sum two.
+{ row allgather 1048576 50; row allreduce 1048576 80; } >"$tmp/d5"
+{ echo "## mpich"; row allgather 1048576 100; row allreduce 1048576 200; } >"$tmp/p5"
+for u in 40 60; do
+  echo "512 KiB through shared memory (write, then the sibling reads): both at once 9.00 GB/s each ($u.0 us), one at a time 10.00 GB/s (40.0 us)"
+done >"$tmp/b5"
+/usr/bin/python3 "$py" distcomm="$tmp/d5" "$tmp/p5" "$tmp/b5" \
+  >"$tmp/table" 2>&1 || { echo "FAIL: compare.py exited $?"; cat "$tmp/table"; exit 1; }
+check "pipe trips, all_gather" 'allgather +1048576: 1 x 50\.0 = +50\.0 us; distcomm +50\.0 us \(100%\), mpich +100\.0 us \( 50%\)'
+check "pipe trips, all_sum" 'allreduce +1048576: 2 x 50\.0 = +100\.0 us; distcomm +80\.0 us \(125%\), mpich +200\.0 us \( 50%\)'
+echo "$((7 - fails)) passed, $fails failed"
 [ "$fails" = 0 ]
