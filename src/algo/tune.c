@@ -26,13 +26,17 @@ static int pull_faster(const dc_tune_class *k) {
   return pull < pipes;
 }
 
+/* The exploration's path for a call: a burst of single copy, then one of
+ * the pipes, and so on (the same on every rank). */
+static int explore_pull(unsigned call) { return call / DC_TUNE_BURST % 2 == 0; }
+
 int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes) {
   if (t->mode != DC_TUNE_AUTO)
     return t->mode == DC_TUNE_PULL;
   dc_tune_class *k = class_of(t, kind, bytes);
   unsigned call = k->calls++;
-  if (call < DC_TUNE_EXPLORE) /* pull first, then the pipes */
-    return call / DC_TUNE_BURST % 2 == 0;
+  if (call < DC_TUNE_EXPLORE)
+    return explore_pull(call);
   unsigned in_burst = call % DC_TUNE_RETRY;
   if (in_burst > 0 && in_burst < DC_TUNE_BURST)
     return k->trying; /* the burst keeps its path whatever it measured */
@@ -47,8 +51,8 @@ dc_tune_plan dc_tune_collective(dc_tune *t, dc_tune_kind kind, size_t bytes) {
     return t->mode == DC_TUNE_PULL ? DC_TUNE_GO_PULL : DC_TUNE_VOTE_PIPES;
   dc_tune_class *k = class_of(t, kind, bytes);
   unsigned call = k->calls++;
-  if (call < DC_TUNE_EXPLORE) /* a burst of single copy, then the pipes */
-    return call / DC_TUNE_BURST % 2 == 0 ? DC_TUNE_GO_PULL : DC_TUNE_GO_PIPES;
+  if (call < DC_TUNE_EXPLORE)
+    return explore_pull(call) ? DC_TUNE_GO_PULL : DC_TUNE_GO_PIPES;
   unsigned in_burst = call % DC_TUNE_RETRY;
   if (k->agreed == 0 || in_burst == DC_TUNE_BURST) /* 0: the first one */
     return pull_faster(k) ? DC_TUNE_VOTE_PULL : DC_TUNE_VOTE_PIPES;

@@ -128,12 +128,19 @@ void dc_mesh_set_pid(dc_mesh *t, int peer, int pid) {
 /* Every rank of a one-host group keeps a tuner, also one that cannot
  * pull: the tuner's schedule says which calls vote (algo/tune.h), so all
  * ranks must run it alike; this one's votes are always the pipes. forced
- * is alike on every rank too (setup_shm.c), whether it can pull or not. */
-void dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced) {
+ * is alike on every rank too (setup_shm.c), whether it can pull or not.
+ * Without memory for it set-up fails here: a rank without a tuner would
+ * vote on every call while the others keep the schedule. */
+dc_status dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced) {
   t->one_host = one_host;
   t->pull_ok = pull_ok;
-  if (one_host && (t->tune = calloc(1, sizeof *t->tune)) != NULL)
-    t->tune->mode = forced ? DC_TUNE_PULL : DC_TUNE_AUTO;
+  if (!one_host)
+    return DC_OK;
+  if ((t->tune = calloc(1, sizeof *t->tune)) == NULL)
+    return dc_mesh_fail(t, DC_ERR_NOMEM,
+                        "no memory for the single-copy tuner at set-up");
+  t->tune->mode = forced ? DC_TUNE_PULL : DC_TUNE_AUTO;
+  return DC_OK;
 }
 
 void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,

@@ -104,8 +104,8 @@ void dc_mesh_wire_pipes(dc_mesh *t, int peer, int lane, struct dc_pipe *tx,
 void dc_mesh_set_pid(dc_mesh *t, int peer, int pid);
 /* Single copy: offered (pull) when one_host, used when pull_ok; forced
  * (set so on every rank) skips the choice between single copy and pipes
- * (algo/tune.h). */
-void dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced);
+ * (algo/tune.h). DC_ERR_NOMEM when the tuner cannot be allocated. */
+dc_status dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced);
 
 /* Prepare comm for one op: fills the frame fields and run = dc_mesh_run. */
 void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,

@@ -150,8 +150,8 @@ static void attach_all(shm_plan *s, const shm_offer *offers, unsigned char *ok,
 /* Single copy is offered when every rank is on this host (all ranks know
  * that alike) and this rank reads every peer, which reads it back; the
  * ranks agree before each use (algo/pull.c). */
-static void wire_pull(shm_plan *s, const pid_t *pids, const unsigned char *ok,
-                      int have_seg) {
+static dc_status wire_pull(shm_plan *s, const pid_t *pids,
+                           const unsigned char *ok, int have_seg) {
   dc_mesh *t = s->t;
   int all = s->npeers == s->p->size - 1, both = OK_PIPES | OK_PULL;
   int forced_here = dc_cma_forced(), forced = forced_here;
@@ -168,7 +168,7 @@ static void wire_pull(shm_plan *s, const pid_t *pids, const unsigned char *ok,
   if (forced_here && !forced && all && one_host)
     dc_mesh_log(t, "DISTCOMM_CMA=1 is not set on every rank: single copy "
                    "is chosen by measuring");
-  dc_mesh_set_pull(t, one_host, all && one_host, forced);
+  return dc_mesh_set_pull(t, one_host, all && one_host, forced);
 }
 
 static dc_status connect_pipes(shm_plan *s) {
@@ -206,7 +206,7 @@ static dc_status connect_pipes(shm_plan *s) {
     if (name[0] && (ok[i] & OK_PIPES) && (ok[s->npeers + i] & OK_PIPES))
       wire(s, i, &t->segs[0], &t->segs[1 + i]);
   if (st == DC_OK)
-    wire_pull(s, pids, ok, name[0] != '\0');
+    st = wire_pull(s, pids, ok, name[0] != '\0');
   dc_shm_unlink(&t->segs[0]); /* mapped by all who could: no name left */
   if (cred >= 0) /* every peer has read our pid (the verdicts came after) */
     close(cred);
