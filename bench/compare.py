@@ -134,6 +134,21 @@ WORK = {"allreduce": (0.5, 1.0), "allgather": (0.5, 0.5), "reduce_scatter": (0.5
 PIPE_TRIPS = {"allgather": 1, "allreduce": 2}
 
 
+def best_peer(data, peers, key):
+    """(time_us, name) of the fastest peer that ran key, or None."""
+    times = [(data[p][key][0], p) for p in peers if key in data[p]]
+    return min(times) if times else None
+
+
+def against(bound_us, num, subject, mine_us, best):
+    """'subject T us (P%), peer T us (P%)': each side's time and the bound
+    as a share of it (num formats the times)."""
+    text = "%s %s us (%3.0f%%)" % (subject, num % mine_us, 100 * bound_us / mine_us)
+    if best is None:
+        return text + ", no peer ran it"
+    return text + ", %s %s us (%3.0f%%)" % (best[1], num % best[0], 100 * bound_us / best[0])
+
+
 def print_pipe_bound(data, subject, peers, pipe_us):
     """1 MiB cells against bench-copy-rate cross 512: a pipe's two copies
     of 512 KiB each way at once, with no bookkeeping."""
@@ -146,11 +161,10 @@ def print_pipe_bound(data, subject, peers, pipe_us):
         key = (op, 1 << 20)
         if key not in mine:
             continue
-        best = min((data[p][key][0], p) for p in peers if key in data[p])
-        print("#   %-14s %10d: %d x %.1f = %6.1f us; %s %6.1f us (%3.0f%%), %s %6.1f us (%3.0f%%)"
-              % (op, key[1], trips, t, trips * t, subject, mine[key][0],
-                 100 * trips * t / mine[key][0], best[1], best[0],
-                 100 * trips * t / best[0]))
+        print("#   %-14s %10d: %d x %.1f = %6.1f us; %s"
+              % (op, key[1], trips, t, trips * t,
+                 against(trips * t, "%6.1f", subject, mine[key][0],
+                         best_peer(data, peers, key))))
 
 
 def print_bounds(data, subject, peers, copy_rates, tcp_floor):
@@ -167,18 +181,18 @@ def print_bounds(data, subject, peers, copy_rates, tcp_floor):
               % (rate[0], rate[1], len(copy_rates)))
         for key in sorted(k for k in mine if k[0] in WORK and k[1] >= MIB16):
             copies_us = sum(w * key[1] / (r * 1e9) for w, r in zip(WORK[key[0]], rate)) * 1e6
-            best = min((data[p][key][0], p) for p in peers if key in data[p])
-            print("#   %-14s %10d: copies %8.0f us; %s %8.0f us (%3.0f%%), %s %8.0f us (%3.0f%%)"
-                  % (key[0], key[1], copies_us, subject, mine[key][0],
-                     100 * copies_us / mine[key][0], best[1], best[0],
-                     100 * copies_us / best[0]))
+            print("#   %-14s %10d: copies %8.0f us; %s"
+                  % (key[0], key[1], copies_us,
+                     against(copies_us, "%8.0f", subject, mine[key][0],
+                             best_peer(data, peers, key))))
     key = ("pingpong", 8)
     if tcp_floor and key in mine:
         floor = median(tcp_floor)
-        best = min((data[p][key][0], p) for p in peers if key in data[p])
+        best = best_peer(data, peers, key)
         print("\n# floor: 8 B one way over TCP on 127.0.0.1 with no library, spinning"
-              " on recv: %.2f us (median of %d); %s %.2f us, %s %.2f us"
-              % (floor, len(tcp_floor), subject, mine[key][0], best[1], best[0]))
+              " on recv: %.2f us (median of %d); %s %.2f us, %s"
+              % (floor, len(tcp_floor), subject, mine[key][0],
+                 "%s %.2f us" % (best[1], best[0]) if best else "no peer ran it"))
 
 
 def busbw(op, size, time_us, n):

@@ -59,5 +59,11 @@ done >"$tmp/b5"
   >"$tmp/table" 2>&1 || { echo "FAIL: compare.py exited $?"; cat "$tmp/table"; exit 1; }
 check "pipe trips, all_gather" 'allgather +1048576: 1 x 50\.0 = +50\.0 us; distcomm +50\.0 us \(100%\), mpich +100\.0 us \( 50%\)'
 check "pipe trips, all_sum" 'allreduce +1048576: 2 x 50\.0 = +100\.0 us; distcomm +80\.0 us \(125%\), mpich +200\.0 us \( 50%\)'
-echo "$((7 - fails)) passed, $fails failed"
+# A bound whose cell no peer ran (a placement table where no peer's 1 MiB
+# run was kept): distcomm's share alone, not a crash.
+{ echo "## mpich"; row allgather 8 2; } >"$tmp/p6"
+/usr/bin/python3 "$py" distcomm="$tmp/d5" "$tmp/p6" "$tmp/b5" \
+  >"$tmp/table" 2>&1 || { echo "FAIL: compare.py exited $?"; cat "$tmp/table"; exit 1; }
+check "a bound no peer ran" 'allgather +1048576: 1 x 50\.0 = +50\.0 us; distcomm +50\.0 us \(100%\), no peer ran it'
+echo "$((8 - fails)) passed, $fails failed"
 [ "$fails" = 0 ]
