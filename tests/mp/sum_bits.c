@@ -37,9 +37,9 @@ static uint64_t digest(const float *v, size_t n) {
   return h;
 }
 
-/* Returns the number of problems found for count n. */
-/* in_place: 0 no rank, 1 every rank, 2 rank 0 alone (the others out of
- * place: ranks may differ there, and single copy's rounds must not). */
+/* Returns the number of problems found for count n. in_place: 0 no rank,
+ * 1 every rank, 2 rank 0 alone (the others out of place: ranks may differ
+ * there, and single copy's rounds must not). */
 static int check(dc_group *g, size_t n, int in_place, int rank_order) {
   int rank = dc_group_rank(g), size = dc_group_size(g), bad = 0;
   float *send = mp_alloc(n * 4), *recv = mp_alloc(n * 4);
