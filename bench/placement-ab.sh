@@ -19,10 +19,8 @@ OUT=$(mktemp /tmp/dc-placement.XXXXXX)
 LINE=$NEW/bin/bench-copy-rate
 [ -x "$LINE" ] || { echo "no $LINE (build the bench targets)" >&2; exit 1; }
 
-where() { # near | far | none
-    "$LINE" line | awk '$5 ~ /^[0-9]+$/ { print ($5 < 300 ? "near" : "far"); ok = 1 }
-                        END { if (!ok) print "none" }'
-}
+# shellcheck source-path=SCRIPTDIR source=placement.sh
+. "$(dirname "$0")/placement.sh" # where: near | far | none
 
 run() { # LABEL BUILD
     "$2/bin/distcomm-launch" -n 2 -- "$2/bin/distcomm-perf" -P -c 1 -R 3 -l "$SIZES" -t "$OPS" |

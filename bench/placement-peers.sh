@@ -45,10 +45,8 @@ for p in $PEERS; do
     done
 done
 
-where() { # near | far | none
-    "$LINE" line | awk '$5 ~ /^[0-9]+$/ { print ($5 < 300 ? "near" : "far"); ok = 1 }
-                        END { if (!ok) print "none" }'
-}
+# shellcheck source-path=SCRIPTDIR source=placement.sh
+. "$(dirname "$0")/placement.sh" # where: near | far | none
 
 run() { # SIDE SIZE: the side's rows in the peers' columns
     case $1 in
