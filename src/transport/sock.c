@@ -194,6 +194,19 @@ static int try_connect(const dc_addr *a, double deadline, int *fd) {
   return 0;
 }
 
+/* The port answered after the twin did not: the twin listens before the
+ * port (dc_sock_listen_twin), so it may have come up between the two tries.
+ * If it answers now, it replaces the TCP connection (the acceptor sees
+ * that one close without a hello); 1 when it did. */
+static int twin_since(const dc_addr *twin, double deadline, int *fd) {
+  int u;
+  if (try_connect(twin, deadline, &u) != 1)
+    return 0;
+  close(*fd);
+  *fd = u;
+  return 1;
+}
+
 dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
                           size_t errlen) {
   int via_twin;
@@ -211,6 +224,10 @@ dc_status dc_sock_connect_via(const dc_addr *twin, const dc_addr *a,
       return DC_OK;
     if (r == 0)
       r = try_connect(a, deadline, fd);
+    if (r == 1 && twin && twin_since(twin, deadline, fd)) {
+      *via_twin = 1;
+      return DC_OK;
+    }
     if (r == 1) {
       tune(*fd, a->sa.ss_family);
       return DC_OK;

@@ -23,9 +23,10 @@ dc_status dc_sock_listen_twin(dc_addr *a, int *fd, int *twin, char *err,
 dc_status dc_sock_connect(const dc_addr *a, double deadline, int *fd, char *err,
                           size_t errlen);
 /* The same, trying twin (a Unix socket) before a at every attempt: a
- * peer's TCP listener opens first, so a twin nobody listens on (not yet,
- * or never: a relay or tunnel between us) costs a pair its Unix socket,
- * never its connection. *via_twin says which one took it. */
+ * twin nobody listens on (a relay or tunnel between us) costs a pair its
+ * Unix socket, never its connection. The twin listens before the port, so
+ * when a answers after twin did not, twin is tried once more (it may have
+ * come up in between). *via_twin says which one took it. */
 dc_status dc_sock_connect_via(const dc_addr *twin, const dc_addr *a,
                               double deadline, int *fd, int *via_twin,
                               char *err, size_t errlen);
