@@ -224,12 +224,10 @@ dc_status dc_sock_connect_via(const dc_addr *twin, const dc_addr *a,
       return DC_OK;
     if (r == 0)
       r = try_connect(a, deadline, fd);
-    if (r == 1 && twin && twin_since(twin, deadline, fd)) {
-      *via_twin = 1;
-      return DC_OK;
-    }
     if (r == 1) {
-      tune(*fd, a->sa.ss_family);
+      *via_twin = twin && twin_since(twin, deadline, fd);
+      if (!*via_twin)
+        tune(*fd, a->sa.ss_family);
       return DC_OK;
     }
     if (r < 0) {

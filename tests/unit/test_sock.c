@@ -2,13 +2,10 @@
  * dialer that reaches the port must not keep TCP when the twin came up
  * between its two tries (CI saw a same-host pair on TCP). connect() is
  * wrapped (-Wl,--wrap=connect) so the twin can come up at that moment. */
-#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
