@@ -157,9 +157,9 @@ typedef struct dc_group dc_group;
  * or a coordinator (MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR or
  * MASTER_ADDR/MASTER_PORT) with a rank and a world size; for the mesh,
  * MLX_IBV_DEVICES + a coordinator + MLX_RANK; MLX_RING_VERBOSE;
- * DISTCOMM_TIMEOUT (seconds) sets the default timeout. The README lists
- * every variable.
- * Repeated calls return the same world group (one more reference). */
+ * DISTCOMM_TIMEOUT (seconds) sets the default timeout. docs/configuration.md
+ * lists every variable. Repeated calls return the same world group (one more
+ * reference). */
 DC_API dc_status dc_init(const char *backend, int strict, dc_group **group);
 
 /* Detail of the last failed dc_init() in this thread (there is no group to

@@ -12,8 +12,8 @@ rank and size come from MLX_RANK and MLX_HOSTFILE; without them, torchrun's
 RANK is taken as MLX_RANK when MLX_HOSTFILE names a hostfile. torch also
 needs a key-value store: when MASTER_ADDR is unset, ``env://`` (the default
 init_method) gets one here, a TCPStore on rank 0's hostfile address whose
-port the ranks learn through distcomm (until the coordinator issue gives
-distcomm-launch MASTER_ADDR and MASTER_PORT); ``init_method="distcomm://"``
+port the ranks learn through distcomm (distcomm-launch does not set
+MASTER_ADDR or MASTER_PORT); ``init_method="distcomm://"``
 asks for that explicitly. ``new_group`` maps to ``Group.split`` (import
 this module before calling it: every rank must take part in a split, and
 torch calls a backend only on the members, so ``new_group`` is wrapped).

@@ -32,7 +32,7 @@ typedef struct dc_coord {
 } dc_coord;
 
 /* The coordinator, rank and size from the environment (the order is in
- * coordinator.c and the README). DC_ERR_UNAVAILABLE when no coordinator
+ * coordinator.c and docs/multi-host.md). DC_ERR_UNAVAILABLE when no coordinator
  * address is set; DC_ERR_CONFIG naming the variable when one is malformed
  * or the rank or size is missing. */
 dc_status dc_coord_from_env(dc_coord *c, char *err, size_t errlen);

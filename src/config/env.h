@@ -2,9 +2,9 @@
  *
  * DC_ENV_LIST is the one list: nothing else in src/ calls getenv(). Code asks
  * by id (dc_env_int(DC_ENV_SOCKETS)); each call reads the environment again,
- * so a test may setenv() between calls. The README's "Environment variables"
- * table matches this list (tests/unit/test_env.c checks it). The tools
- * (distcomm-launch, distcomm-config) read a few variables of their own
+ * so a test may setenv() between calls. docs/configuration.md's "Environment
+ * variables" table matches this list (tests/unit/test_env.c checks it). The
+ * tools (distcomm-launch, distcomm-config) read a few variables of their own
  * (DISTCOMM_SSH, DISTCOMM_MPIRUN): they are not the library's.
  *
  * How each kind reads a value (a value that does not parse, or is out of
@@ -28,14 +28,15 @@
   X(RANK, "MLX_RANK", TEXT, "unset", 0, 0,                                     \
     "this process's rank, 0-based (the ring backend; with MLX_HOSTFILE)")      \
   X(HOSTFILE, "MLX_HOSTFILE", TEXT, "unset", 0, 0,                             \
-    "path of the ring hostfile (the ring backend; with MLX_RANK)")             \
+    "path of the address file: JSON, each rank's ip:port list (the ring; "     \
+    "with MLX_RANK)")                                                          \
   X(RING_VERBOSE, "MLX_RING_VERBOSE", FLAG, "0", 0, 0,                         \
     "log connections and failures to stderr (as DISTCOMM_VERBOSE)")            \
   X(VERBOSE, "DISTCOMM_VERBOSE", FLAG, "0", 0, 0,                              \
     "log connections and failures to stderr")                                  \
   X(TIMEOUT, "DISTCOMM_TIMEOUT", SECONDS, "300", 0, 0,                         \
     "seconds a wait may see no progress before DC_ERR_TIMEOUT")                \
-  X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the hostfile", 0, 0,           \
+  X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the address file", 0, 0,       \
     "job id in hex, set by the launcher: two jobs never cross-connect")        \
   X(JOB_TOKEN, "DISTCOMM_JOB_TOKEN", TEXT, "unset (no proof asked)", 0, 0,     \
     "per-job secret that peers prove they hold, set by the launcher")          \
@@ -46,7 +47,7 @@
     "1 or auth: every frame on TCP carries a MAC under a per-connection key "  \
     "from the job token (needs a token; nothing is encrypted)")                \
   X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                            \
-    "TCP connections per hostfile address (1 to 16; unset: 1 when "            \
+    "TCP connections per address (1 to 16; unset: 1 when "                     \
     "more than 16 ranks share one IP address; alike on every rank)")           \
   X(RING_NEIGHBOURS, "DISTCOMM_RING_NEIGHBOURS", SWITCH, "0", 0, 0,            \
     "1: connect ring neighbours only, as MLX's ring does")                     \
@@ -75,17 +76,20 @@
   X(MPI_PIECE, "DISTCOMM_MPI_PIECE", COUNT, "1073741824", 16, 1073741824,      \
     "most elements or bytes one MPI call moves (tests make it small)")         \
   X(OMPI_RANK, "OMPI_COMM_WORLD_RANK", TEXT, "unset", 0, 0,                    \
-    "set by Open MPI's mpirun: the MPI backend applies")                       \
+    "set by Open MPI's mpirun: the rank with a coordinator, else the MPI "     \
+    "backend applies")                                                         \
   X(OMPI_SIZE, "OMPI_COMM_WORLD_SIZE", NUMBER, "-1", 0, 1073741823,            \
     "world size Open MPI's mpirun announces (-1: unknown)")                    \
   X(PMI_RANK, "PMI_RANK", TEXT, "unset", 0, 0,                                 \
-    "set by a PMI launcher (MPICH's hydra): the MPI backend applies")          \
+    "set by a PMI launcher (MPICH's hydra): the rank with a coordinator, "     \
+    "else the MPI backend applies")                                            \
   X(PMI_SIZE, "PMI_SIZE", NUMBER, "-1", 0, 1073741823,                         \
     "world size a PMI launcher announces (-1: unknown)")                       \
   X(PMIX_RANK, "PMIX_RANK", TEXT, "unset", 0, 0,                               \
     "set by a PMIx launcher: the MPI backend applies")                         \
   X(SLURM_PROCID, "SLURM_PROCID", TEXT, "unset", 0, 0,                         \
-    "set by srun (with SLURM_NTASKS): the MPI backend applies")                \
+    "set by srun (with SLURM_NTASKS): the rank with a coordinator, else the "  \
+    "MPI backend applies")                                                     \
   X(SLURM_NTASKS, "SLURM_NTASKS", NUMBER, "-1", 0, 1073741823,                 \
     "world size srun announces (-1: unknown)")                                 \
   X(JACCL_COORDINATOR, "MLX_JACCL_COORDINATOR", TEXT, "unset", 0, 0,           \
@@ -136,7 +140,7 @@ typedef enum dc_env_kind {
 typedef struct dc_env_var {
   const char *name;
   dc_env_kind kind;
-  const char *def;     /* the default, as the README shows it */
+  const char *def;     /* the default, as docs/configuration.md shows it */
   long long lo, hi;    /* COUNT and NUMBER: the accepted range */
   const char *meaning; /* one line */
 } dc_env_var;

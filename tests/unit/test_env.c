@@ -1,8 +1,9 @@
 /* The environment variable list of src/config/env.h: every entry complete,
  * names unique, each kind read as its old getenv() code read it, and the
- * README's "Environment variables" table the same as the list.
+ * "Environment variables" table of docs/configuration.md the same as the list.
  *
- * test_env --readme prints that table (paste it into README.md). */
+ * test_env --readme prints that table (paste it into docs/configuration.md;
+ * cli.docs checks the whole table, this test each row). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +31,7 @@ static void test_table_complete(void **state) {
     assert_true(v->def[0] != '\0');
     assert_non_null(v->meaning);
     assert_true(v->meaning[0] != '\0');
-    assert_null(strchr(v->meaning, '|')); /* one README table cell */
+    assert_null(strchr(v->meaning, '|')); /* one table cell */
     for (int j = 0; j < i; j++)
       if (strcmp(v->name, dc_env_info((dc_env_id)j)->name) == 0)
         fail_msg("%s is listed twice", v->name);
@@ -169,7 +170,7 @@ static void test_text(void **state) {
   assert_null(dc_env_str(DC_ENV_COUNT));
 }
 
-/* Every row test_env --readme prints is a line of README.md. */
+/* Every row test_env --readme prints is a line of docs/configuration.md. */
 static void test_readme_matches(void **state) {
   (void)state;
   FILE *f = fopen(DC_README, "r");
@@ -183,7 +184,9 @@ static void test_readme_matches(void **state) {
     row(dc_env_info((dc_env_id)i), line, sizeof line - 1);
     strcat(line, "\n");
     if (!strstr(text, line))
-      fail_msg("README.md lacks the row (run test_env --readme):\n%s", line);
+      fail_msg(
+          "docs/configuration.md lacks the row (run test_env --readme):\n%s",
+          line);
   }
 }
 
