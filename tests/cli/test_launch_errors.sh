@@ -36,6 +36,8 @@ bad_usage() { # $1: text expected in the error; the rest: arguments
 }
 bad_usage "'0'" -n 0 -- echo ran
 bad_usage "'abc'" -n abc -- echo ran
+# mpirun's -np: the integer error, and what was meant.
+bad_usage "-n: 'p' is not an integer from 1 to 4096; did you mean -n 2?$" -np 2 -- echo ran
 bad_usage "'-3'" --repeat-hosts -3 echo ran
 bad_usage "unknown option '--frobnicate'" --frobnicate -- echo ran
 bad_usage "no command" -n 2

@@ -31,7 +31,10 @@ bad '"rdma" of host 0 must be a list' --backend jaccl-ring --hostfile "$T/h6.jso
 printf '{"backend": "jaccl", "hosts": [{"ssh": "10.0.0.1", "rdma": [null, "en1"]}]}' > "$T/h7.json"
 bad 'has 2 entries for 1 ranks' --hostfile "$T/h7.json"
 printf '[{"ips": ["10.0.0.1"]}]' > "$T/h3.json"
-bad 'host 0 has no "ssh" name' --hostfile "$T/h3.json"
+bad 'host 0 has no "ssh" name: {"ips":\["10.0.0.1"\]}; --hostfile wants a hosts file, \[{"ssh": NAME, "ips": \[IP, ...\]}, ...\]$' --hostfile "$T/h3.json"
+# An address file (MLX_HOSTFILE's format) given as a hosts file is named so.
+printf '[["127.0.0.1:5000"], ["127.0.0.1:5001"]]' > "$T/h3b.json"
+bad 'host 0 has no "ssh" name: \["127.0.0.1:5000"\]; --hostfile wants a hosts file, .* (a list of "ip:port" lists is an address file, which ranks read from MLX_HOSTFILE)$' --hostfile "$T/h3b.json"
 printf '{"backend": "nccl", "hosts": [{"ssh": "10.0.0.1"}]}' > "$T/h4.json"
 bad 'backend "nccl": distcomm has no NCCL backend' --hostfile "$T/h4.json"
 bad "give --hosts or --hostfile" --hosts 10.0.0.1 --hostfile "$T/h4.json"

@@ -46,6 +46,25 @@ expect_eq "$(cat "$FAKE_OUT")" "-f $(grep -o -- "$TMPDIR/[^ ]*" "$FAKE_OUT") -np
 expect_eq "$(cat "$FAKE_OUT.hosts")" "$(printf 'h1:1\nh2:1\nh3:1')" "hydra hostfile"
 expect_no_hostfile
 
+# As root, a failed Open MPI mpirun gets the hint that it refuses root
+# without --allow-run-as-root; not once that is given, nor for hydra.
+hint="mpirun exited with status 5; as root, Open MPI's mpirun refuses to start: add --mpi-arg --allow-run-as-root, or set OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+if [ "$(id -u)" = 0 ]; then
+    (unset OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+     FAKE_KIND=ompi DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi -n 2 -- prog 2> "$T/e"
+     expect_eq "$?" 5 "mpirun's exit status (as root)"
+     grep -qxF "distcomm-launch: $hint" "$T/e" || fail "no root hint: $(cat "$T/e")"
+     FAKE_KIND=ompi DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi -n 2 \
+         --mpi-arg --allow-run-as-root -- prog 2> "$T/e"
+     grep -q "refuses to start" "$T/e" && fail "root hint despite --allow-run-as-root: $(cat "$T/e")"
+     FAKE_KIND=hydra DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi -n 2 -- prog 2> "$T/e"
+     grep -q "refuses to start" "$T/e" && fail "root hint for hydra: $(cat "$T/e")"
+     exit 0) || exit 1
+else
+    echo "not root: the root hint is not checked"
+fi
+rm -f "$FAKE_OUT.hosts"
+
 # An MPI hostfile is passed as it is; its slots give -np.
 printf 'n1 slots=2\n# comment\nn2 slots=3\n' > "$T/mpi.hosts"
 FAKE_KIND=ompi DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hostfile "$T/mpi.hosts" -- prog
@@ -57,12 +76,12 @@ rm -f "$FAKE_OUT"
 printf '[{"ssh": "alpha"}, {"ips": ["10.0.0.2"]}]' > "$T/nossh.json"
 DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hostfile "$T/nossh.json" -- prog 2> "$T/e"
 expect_eq "$?" 2 "a host without \"ssh\" (--backend mpi)"
-grep -q "^distcomm-launch: --hostfile $T/nossh.json: host 1 has no \"ssh\" name: {\"ips\":\[\"10.0.0.2\"\]}$" "$T/e" ||
+grep -q "^distcomm-launch: --hostfile $T/nossh.json: host 1 has no \"ssh\" name: {\"ips\":\[\"10.0.0.2\"\]}; --hostfile wants a hosts file" "$T/e" ||
     fail "unexpected message: $(cat "$T/e")"
 printf '{"backend": "mpi", "hosts": [{"ssh": "alpha"}, {"ssh": ""}]}' > "$T/nossh2.json"
 DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --hostfile "$T/nossh2.json" -- prog 2> "$T/e"
 expect_eq "$?" 2 "an empty \"ssh\" (backend mpi from the file)"
-grep -q 'host 1 has no "ssh" name: {"ssh":""}$' "$T/e" || fail "unexpected message: $(cat "$T/e")"
+grep -q 'host 1 has no "ssh" name: {"ssh":""}; --hostfile wants a hosts file' "$T/e" || fail "unexpected message: $(cat "$T/e")"
 DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hosts alpha,-oX=y -- prog 2> "$T/e"
 expect_eq "$?" 2 "a host name starting with '-' (--backend mpi)"
 grep -q "host name '-oX=y' starts with '-'" "$T/e" || fail "unexpected message: $(cat "$T/e")"

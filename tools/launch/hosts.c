@@ -183,8 +183,14 @@ static int from_hosts(const char *path, const cJSON *hosts, long rep,
     size_t n_ips;
     if (!cJSON_IsString(ssh) || ssh->valuestring[0] == '\0') {
       char *text = cJSON_PrintUnformatted(host);
-      dcl_error("--hostfile %s: host %zu has no \"ssh\" name: %.200s", path, i,
-                text ? text : "?");
+      dcl_error("--hostfile %s: host %zu has no \"ssh\" name: %.200s; "
+                "--hostfile wants a hosts file, [{\"ssh\": NAME, \"ips\": "
+                "[IP, ...]}, ...]%s",
+                path, i, text ? text : "?",
+                cJSON_IsArray(host) ? " (a list of \"ip:port\" lists is an "
+                                      "address file, which ranks read from "
+                                      "MLX_HOSTFILE)"
+                                    : "");
       free(text);
       return -1;
     }

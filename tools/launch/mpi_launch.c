@@ -40,6 +40,7 @@ struct args {
   char **v;
   size_t n, cap;
   bool oom;
+  const struct dialect *d; /* the launcher's dialect, set by build() */
 };
 
 static void add(struct args *a, const char *s) {
@@ -192,6 +193,7 @@ static void add_words(struct args *a, const char *s) {
 static int build(const struct dcl_options *o, char **command, struct args *a) {
   const char *mpirun = mpirun_name();
   const struct dialect *d = detect(mpirun);
+  a->d = d;
   add(a, mpirun);
   if (add_hosts(o, d, a) != 0)
     return -1;
@@ -247,6 +249,23 @@ static int supervise(pid_t pid) {
   }
 }
 
+/* Open MPI's mpirun refuses root unless told otherwise; when that must have
+ * been why it failed, say how to allow it (the launcher does not). */
+static void root_hint(const struct args *a, int rc) {
+  if (rc == 0 || rc == 127 || rc >= 128 || geteuid() != 0 || a->d != &OMPI)
+    return;
+  if (getenv("OMPI_ALLOW_RUN_AS_ROOT") != NULL &&
+      getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM") != NULL)
+    return;
+  for (size_t i = 0; i < a->n; i++)
+    if (strcmp(a->v[i], "--allow-run-as-root") == 0)
+      return;
+  dcl_error("mpirun exited with status %d; as root, Open MPI's mpirun "
+            "refuses to start: add --mpi-arg --allow-run-as-root, or set "
+            "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+            rc);
+}
+
 int dcl_mpi_launch(const struct dcl_options *o, char **command) {
   struct args a = {0};
   int rc = build(o, command, &a);
@@ -263,6 +282,8 @@ int dcl_mpi_launch(const struct dcl_options *o, char **command) {
     rc = pid < 0 ? 1 : supervise(pid);
     if (pid < 0)
       dcl_error("fork: %s", strerror(errno));
+    else
+      root_hint(&a, rc);
   } else {
     rc = 2;
   }

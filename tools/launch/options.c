@@ -85,11 +85,13 @@ static void print_usage(FILE *f) {
       "ring address.\n"
       "                            127.0.0.1/localhost: started here, without "
       "ssh\n"
-      "  --hostfile FILE           MLX's JSON hostfile: [{\"ssh\": NAME, "
-      "\"ips\": [IP...]},\n"
-      "                            ...] or {\"backend\": B, \"envs\": "
-      "[\"K=V\"...], \"hosts\":\n"
-      "                            [...]}; a host's \"ips\" are its ranks' "
+      "  --hostfile FILE           a hosts file (MLX's JSON; not the address "
+      "list of\n"
+      "                            MLX_HOSTFILE): [{\"ssh\": NAME, \"ips\": "
+      "[IP...]}, ...]\n"
+      "                            or {\"backend\": B, \"envs\": [...], "
+      "\"hosts\": [...]};\n"
+      "                            a host's \"ips\" are its ranks' "
       "addresses, \"envs\"\n"
       "                            are set in every rank, \"backend\" is used "
       "unless\n"
@@ -319,6 +321,9 @@ static enum dcl_parse_result parse_one(struct dcl_options *o, int argc,
     if (d != NULL && !d->has_value && eq != NULL)
       return bad("option '--%s' takes no value", d->name);
   } else {
+    if (strcmp(arg, "-np") == 0) /* mpirun's spelling of -n */
+      return bad("-n: 'p' is not an integer from 1 to %d; did you mean -n %s?",
+                 DCL_MAX_RANKS, *i + 1 < argc ? argv[*i + 1] : "N");
     d = find_short(arg[1]);
     if (d != NULL && arg[2] != '\0')
       inline_val = d->has_value ? arg + 2 : NULL;

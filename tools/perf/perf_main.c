@@ -28,7 +28,12 @@ void perf_fail(const perf_ctx *c, dc_status st, const char *what) {
 
 static void usage(FILE *f) {
   fputs(
-      "usage: distcomm-perf [options]\n"
+      "usage: distcomm-launch -n N -- distcomm-perf [options]\n"
+      "Times collectives across the ranks the launcher starts (alone it is "
+      "a group\n"
+      "of one, and says so). Columns as nccl-tests: size count type redop "
+      "time\n"
+      "algbw busbw #wrong.\n"
       "  -t, --op LIST          "
       "all_reduce|all_gather|reduce_scatter|broadcast|sendrecv|\n"
       "                         all_to_all|gather|scatter|reduce|iall_reduce,\n"
@@ -40,10 +45,11 @@ static void usage(FILE *f) {
       "  -f, --stepfactor F     size multiplication factor (default 2)\n"
       "  -l, --sizes LIST       explicit sizes instead of -b/-e/-f, e.g. "
       "8,1K,64K,1M\n"
-      "  -n, --iters N          timed iterations per run (default: by size, as "
-      "the\n"
-      "                         peers' benchmark: 2000 up to 1K ... 3 above "
-      "16M)\n"
+      "  -n, --iters N          timed iterations per run (default: by size, "
+      "2000 up\n"
+      "                         to 1K ... 3 above 16M, the schedule of the "
+      "MPI and\n"
+      "                         Gloo runs bench/compare sets beside it)\n"
       "  -w, --warmup_iters N   untimed iterations per size (default: as -n)\n"
       "  -R, --runs N           timed runs per size, the median is reported "
       "(default 1)\n"
@@ -54,9 +60,11 @@ static void usage(FILE *f) {
       "  -c, --check 0|1        patterned data, one verified call per size "
       "(default 1)\n"
       "  -p, --per-rank 0|1     also print every rank's own time (default 0)\n"
-      "  -P, --peers-format     print run-peers.sh's columns (op bytes iters "
-      "time_us\n"
-      "                         algbw_GB/s busbw_GB/s check)\n"
+      "  -P, --peers-format     print the columns bench/compare reads (op "
+      "bytes iters\n"
+      "                         time_us algbw_GB/s busbw_GB/s check), as "
+      "its MPI\n"
+      "                         and Gloo runs print them\n"
       "  -h, --help\n"
       "Sizes as nccl-tests: all_gather and gather = gathered output bytes,\n"
       "reduce_scatter and scatter = input bytes, all_to_all = each rank's send "
@@ -368,6 +376,11 @@ static int init_ctx(perf_ctx *c, const perf_opts *o) {
   c->o = o;
   c->rank = dc_group_rank(c->g);
   c->size = dc_group_size(c->g);
+  if (c->size == 1) /* a common slip: run alone, it measures memcpy */
+    fputs("distcomm-perf: a group of one (started without a launcher): "
+          "nothing crosses a link and busbw is 0; start the ranks with "
+          "distcomm-launch -n 2 -- distcomm-perf [options]\n",
+          stderr);
   if (o->root >= c->size) {
     fprintf(stderr, "distcomm-perf: -r %d: no such rank (%d ranks)\n", o->root,
             c->size);
