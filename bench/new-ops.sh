@@ -17,7 +17,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$repo/build}
-results=${1:-$repo/bench/results-$(date +%F)/new-ops}
+results=${1:-$repo/bench/results/$(date +%F)/new-ops}
 ranks=${RANKS:-2 4}
 rounds=${ROUNDS:-3}
 runs=${RUNS:-5}

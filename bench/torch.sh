@@ -7,7 +7,7 @@ set -eu
 n=${N:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
-out=${1:-$here/results-$(date +%F)}
+out=${1:-$here/results/$(date +%F)}
 mkdir -p "$out"
 for link in shm tcp; do
   shm=1; [ "$link" = tcp ] && shm=0
