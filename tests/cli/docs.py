@@ -62,8 +62,10 @@ def scratch(src, build):
 
 
 def run(cmd, cwd, where):
+    # What a job reads to find its peers would change what the pages show.
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MLX_", "DISTCOMM_", "OMPI_", "PMI"))}
+           if not k.startswith(("MLX_", "DISTCOMM_", "OMPI_", "PMI", "SLURM_"))
+           and k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     try:
         p = subprocess.run(["bash", "-eo", "pipefail", "-c", cmd], cwd=cwd,
                            env=env, capture_output=True, text=True,
