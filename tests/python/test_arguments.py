@@ -1,6 +1,11 @@
 """Every enum and rank argument is checked at the module's boundary (issue
 33, M4: op -1 was the library's internal "no reduction" and all_reduce
-returned the input unreduced)."""
+returned the input unreduced), and no borrowed reference is held across a
+call that runs Python (L1: an item whose __dlpack__ empties the list
+crashed the interpreter)."""
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -79,3 +84,50 @@ def test_peer_is_this_rank(world):
     with pytest.raises(distcomm.InvalidArgumentError, match="src -1 is out of range"):
         _c.recv(world, x, F32, -1)
     still_usable(world)
+
+
+# L1: run where a crash is a failed test, not a dead test runner. A group
+# of one (no launcher variables): the lists are the point, not the wire.
+MUTATE = """
+import numpy as np, distcomm
+from distcomm import _distcomm as _c
+g = distcomm.init()
+F32 = _c.DTYPES["float32"][0]
+arrays, codes = [], []
+
+class ClearsOnDlpack:
+    def __init__(self, a):
+        self.a = a
+    def __dlpack__(self, *args, **kw):
+        arrays.clear(); codes.clear()
+        return self.a.__dlpack__()
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+class ClearsOnIndex:
+    def __index__(self):
+        arrays.clear(); codes.clear()
+        return F32
+
+def fill(first, code0):
+    arrays[:] = [first] + [np.ones(1000, np.float32) for _ in range(50)]
+    codes[:] = [code0] + [F32] * 50
+
+x = np.full(1000, 3, np.float32)
+fill(ClearsOnDlpack(x), F32)
+_c.average_gradients(g, arrays, codes, 0)
+fill(np.full(1000, 3, np.float32), ClearsOnIndex())
+_c.clip_grad_norm_sharded(g, arrays, codes, 1.0)
+fill(ClearsOnDlpack(x), F32)
+_c.average_start(g, arrays, codes, 0).wait()
+print("survived", float(x[0]))
+"""
+
+
+def test_lists_changed_by_dlpack_or_index_do_not_crash():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MLX_", "DISTCOMM_JOB"))}
+    out = subprocess.run([sys.executable, "-c", MUTATE], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout.split() == ["survived", "3.0"]
