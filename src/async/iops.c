@@ -1,6 +1,7 @@
-/* The public non-blocking calls: each packs the blocking call's arguments
- * into a request for the group's progress thread (async/request.c), which
- * runs the blocking call, checks included. */
+/* The public non-blocking calls: each checks its arguments (an error is
+ * returned by the call, not at dc_wait), then packs them into a request for
+ * the group's progress thread (async/request.c), which runs the blocking
+ * call. */
 #include <stdint.h>
 
 #include "async/async.h"
@@ -45,7 +46,8 @@ static dc_status check_peer(const dc_group *g, const char *name,
   if (x->peer < 0 || x->peer >= g->size)
     return refuse("%s: %s %d is out of range (group size %d)", name,
                   what[x->kind], x->peer, g->size);
-  if (x->kind <= DC_RQ_RECV && x->peer == g->rank)
+  int p2p = x->kind == DC_RQ_SEND || x->kind == DC_RQ_RECV;
+  if (p2p && x->peer == g->rank)
     return refuse("%s: %s %d is this rank", name, what[x->kind], x->peer);
   return DC_OK;
 }
