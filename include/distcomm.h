@@ -24,12 +24,24 @@
  *
  * Errors
  *   - Every call returns a dc_status: DC_OK (0) or a negative error.
- *     dc_strerror() gives a fixed text; dc_group_last_error() gives the detail
- *     of the last failure on that group, naming the op, the peer rank and its
- *     address. After a communication failure the group is poisoned: every
- *     later collective returns the first error at once, with the same
- *     status and detail. Free a poisoned group and stop. Using a group after
- *     dc_group_free() is a use-after-free the library cannot detect.
+ *     dc_strerror() gives a fixed text. The detail (a sentence naming the op
+ *     and, for the wire, the peer rank and its address; for a bad argument,
+ *     the argument) is in exactly one place, by this rule:
+ *       1. dc_last_error() (this thread's): dc_init(), and every call that
+ *          has no group or request to hold it: a NULL group, request or
+ *          output pointer; a non-blocking call (dc_i*) that returns an error
+ *          (*req NULL: a bad argument, checked at the call, or the status of
+ *          a poisoned group, whose detail is copied here); a training
+ *          helper's avg handle misused (NULL, index out of range, twice).
+ *       2. dc_group_last_error(group): a blocking call on a group that
+ *          fails, arguments included, and a training helper that fails.
+ *       3. dc_request_error(req): a request that was started and failed.
+ *     Argument errors (DC_ERR_INVALID, and DC_ERR_NOT_SUPPORTED for an op
+ *     the dtype lacks) poison nothing. After a communication failure the
+ *     group is poisoned: every later collective returns the first error at
+ *     once, with the same status and detail. Free a poisoned group and
+ *     stop. Using a group after dc_group_free() is a use-after-free the
+ *     library cannot detect.
  *     DC_ERR_ABORTED comes in a peer's abort frame that carries no status
  *     of its own.
  *   - Every wait is bounded: when no byte moves for the group's timeout
@@ -162,8 +174,9 @@ typedef struct dc_group dc_group;
  * reference). */
 DC_API dc_status dc_init(const char *backend, int strict, dc_group **group);
 
-/* Detail of the last failed dc_init() in this thread (there is no group to
- * hold it yet); "" when none. */
+/* Detail of the last failure in this thread that had no group or request
+ * to hold it: dc_init(), a NULL argument, a refused dc_i* call (rule 1 under
+ * "Errors" at the top); "" when none. */
 DC_API const char *dc_last_error(void);
 
 DC_API int dc_group_rank(const dc_group *group);
@@ -303,16 +316,18 @@ DC_API unsigned long long dc_group_collectives(const dc_group *group);
  * dc_test saying done, dc_wait_all): until then the library may read send
  * buffers and write receive buffers, so do not touch them (nor free them).
  *
- * Errors: argument errors (NULL buffer, bad dtype) are reported by the
- * request (DC_ERR_INVALID at dc_wait). A failure on the wire (dead peer,
- * mismatch, timeout, interrupt) poisons the group as for blocking calls:
- * that request and every request behind it fail with the same status and
- * detail, and a non-blocking call on a poisoned group returns that status
- * at once with *req NULL. Every wait is bounded: each request ahead makes
- * progress or fails within the group's timeout. The group's interrupt
- * function is polled by dc_wait / dc_wait_all (and by blocking calls that
- * wait for requests): when it fires, the request running fails with
- * DC_ERR_INTERRUPTED (poisoning the group) and so do the ones behind it.
+ * Errors: argument errors (NULL buffer, bad dtype, op, root or peer) are
+ * returned by the dc_i* call itself with *req NULL, the detail in
+ * dc_last_error() (rule 1 under "Errors" at the top). A failure on the wire
+ * (dead peer, mismatch, timeout, interrupt) poisons the group as for blocking
+ * calls: that request and every request behind it fail with the same status
+ * and detail, and a non-blocking call on a poisoned group returns that status
+ * at once with *req NULL (its detail copied to dc_last_error()). Every wait is
+ * bounded: each request ahead makes progress or fails within the group's
+ * timeout. The group's interrupt function is polled by dc_wait / dc_wait_all
+ * (and by blocking calls that wait for requests): when it fires, the request
+ * running fails with DC_ERR_INTERRUPTED (poisoning the group) and so do the
+ * ones behind it.
  *
  * While requests are in flight, read their detail with dc_request_error(),
  * not dc_group_last_error(), and do not call dc_group_collectives().

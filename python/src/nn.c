@@ -39,12 +39,11 @@ static int tensor_at(PyObject *obj, PyObject *code_obj, Py_buffer *view,
   return 0;
 }
 
-/* arrays and codes: lists of the same length, writable C-contiguous buffers
- * and their dtype codes. On failure everything is released. */
-static int tensors_get(PyObject *arrays, PyObject *codes, tensor_list *tl) {
-  *tl = (tensor_list){0};
-  Py_ssize_t n = PyList_Size(arrays);
-  if (n < 0 || PyList_Size(codes) != n) {
+/* arrays and codes (lists this call owns, so nothing else changes them)
+ * as views; on failure everything is released. */
+static int tensors_view(PyObject *arrays, PyObject *codes, tensor_list *tl) {
+  Py_ssize_t n = PyList_GET_SIZE(arrays);
+  if (PyList_GET_SIZE(codes) != n) {
     PyErr_SetString(PyExc_ValueError,
                     "distcomm: arrays and codes must be lists of one length");
     return -1;
@@ -65,6 +64,19 @@ static int tensors_get(PyObject *arrays, PyObject *codes, tensor_list *tl) {
       return -1;
     }
   return 0;
+}
+
+/* arrays and codes: lists of the same length, writable C-contiguous buffers
+ * and their dtype codes. Views of copies of the lists: an item's __dlpack__
+ * or __index__ runs Python, which may change the caller's lists and free
+ * their items. On failure everything is released. */
+static int tensors_get(PyObject *arrays, PyObject *codes, tensor_list *tl) {
+  *tl = (tensor_list){0};
+  PyObject *a = PySequence_List(arrays), *c = a ? PySequence_List(codes) : NULL;
+  int rc = c ? tensors_view(a, c, tl) : -1;
+  Py_XDECREF(a);
+  Py_XDECREF(c);
+  return rc;
 }
 
 typedef struct {

@@ -82,6 +82,14 @@ int pydc_check_dtype(int code, size_t *esize) {
   return 0;
 }
 
+int pydc_check_op(int code) {
+  if (code < 0 || code >= DC_OP_COUNT) {
+    PyErr_Format(PyExc_ValueError, "distcomm: op code %d is not valid", code);
+    return -1;
+  }
+  return 0;
+}
+
 int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
                   const char *what) {
   if ((size_t)v->len % esize) {
@@ -116,7 +124,8 @@ static PyObject *two_buffer_op(PyObject *args, enum call_kind kind,
                         &code, &op))
     return NULL;
   size_t esize, count;
-  if (pydc_check_dtype(code, &esize) < 0 || pydc_enter(grp) < 0)
+  if (pydc_check_dtype(code, &esize) < 0 ||
+      (kind != ALL_GATHER && pydc_check_op(op) < 0) || pydc_enter(grp) < 0)
     return NULL;
   size_t n = (size_t)dc_group_size(grp->g);
   pydc_leave(grp);

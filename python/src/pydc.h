@@ -51,6 +51,9 @@ int pydc_get_buffer(PyObject *obj, Py_buffer *view, int writable,
                     const char *what);
 /* ValueError unless code is a dc_dtype; else its element size. */
 int pydc_check_dtype(int code, size_t *esize);
+/* ValueError unless code is a dc_op (op codes come from Python callers and
+ * must never reach the library unchecked). */
+int pydc_check_op(int code);
 /* The buffer's bytes as a whole number of elements, or ValueError. */
 int pydc_count_of(const Py_buffer *v, size_t esize, size_t *count,
                   const char *what);

@@ -220,7 +220,10 @@ static PyObject *py_start(PyObject *m, PyObject *args) {
                         &send_obj, &recv_obj, &code, &op, &peer, &result))
     return NULL;
   size_t es, count = 0;
-  if (pydc_check_dtype(code, &es) < 0 || pydc_enter(grp) < 0)
+  int reduces = !strcmp(kind, "all_reduce") ||
+                !strcmp(kind, "reduce_scatter") || !strcmp(kind, "reduce");
+  if (pydc_check_dtype(code, &es) < 0 || (reduces && pydc_check_op(op) < 0) ||
+      pydc_enter(grp) < 0)
     return NULL;
   pydc_leave(grp);
   pydc_request *q = PyObject_New(pydc_request, &pydc_request_type);
@@ -250,7 +253,7 @@ static PyObject *py_start(PyObject *m, PyObject *args) {
   dc_status st = issue(kind, q, grp->g, count, (dc_dtype)code, (dc_op)op, peer);
   pydc_leave(grp);
   if (st != DC_OK) {
-    pydc_raise(st, dc_group_last_error(grp->g));
+    pydc_raise(st, dc_last_error()); /* a refused dc_i* call */
     goto fail;
   }
   return (PyObject *)q;
@@ -348,7 +351,7 @@ static PyObject *py_start_v(PyObject *m, PyObject *args) {
                       q->v + 2 * n, q->v + 3 * n, (dc_dtype)code, &q->r);
   pydc_leave(grp);
   if (st != DC_OK) {
-    pydc_raise(st, dc_group_last_error(grp->g));
+    pydc_raise(st, dc_last_error()); /* a refused dc_i* call */
     goto fail;
   }
   return (PyObject *)q;

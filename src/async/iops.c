@@ -1,11 +1,92 @@
-/* The public non-blocking calls: each packs the blocking call's arguments
- * into a request for the group's progress thread (async/request.c), which
- * runs the blocking call, checks included. */
+/* The public non-blocking calls: each checks its arguments (an error is
+ * returned by the call, not at dc_wait), then packs them into a request for
+ * the group's progress thread (async/request.c), which runs the blocking
+ * call. */
+#include <stdint.h>
+
 #include "async/async.h"
 #include "core/group.h"
+#include "kernels/reduce.h"
+
+/* Argument errors are returned by the call itself (*req NULL), their
+ * detail in dc_last_error(): requests in flight may be writing the group's
+ * own detail. Only what every rank knows alone is read here (size, rank). */
+#define refuse(...) dc_init_fail(DC_ERR_INVALID, __VA_ARGS__)
+
+static int has_op(dc_rq_kind k) {
+  return k == DC_RQ_ALL_REDUCE || k == DC_RQ_REDUCE_SCATTER ||
+         k == DC_RQ_REDUCE_TO;
+}
+
+static dc_status check_kinds(const char *name, const dc_rq_args *x) {
+  if (x->kind == DC_RQ_BARRIER)
+    return DC_OK;
+  if ((unsigned)x->dtype >= DC_DTYPE_COUNT)
+    return refuse("%s: dtype %d is not a dc_dtype", name, x->dtype);
+  if (!has_op(x->kind))
+    return DC_OK;
+  dc_status st = dc_reduce_check(x->dtype, x->op);
+  if (st == DC_ERR_NOT_SUPPORTED)
+    return dc_init_fail(st, "%s: %s of %s is not supported", name,
+                        dc_op_name(x->op), dc_dtype_name(x->dtype));
+  if (st != DC_OK)
+    return refuse("%s: op %d is not a dc_op", name, x->op);
+  return DC_OK;
+}
+
+/* dst/src: another rank; root: any rank of the group. */
+static dc_status check_peer(const dc_group *g, const char *name,
+                            const dc_rq_args *x) {
+  static const char *what[] = {
+      [DC_RQ_SEND] = "dst",       [DC_RQ_RECV] = "src",
+      [DC_RQ_BROADCAST] = "root", [DC_RQ_GATHER] = "root",
+      [DC_RQ_SCATTER] = "root",   [DC_RQ_REDUCE_TO] = "root"};
+  if (x->kind >= sizeof what / sizeof what[0] || !what[x->kind])
+    return DC_OK;
+  if (x->peer < 0 || x->peer >= g->size)
+    return refuse("%s: %s %d is out of range (group size %d)", name,
+                  what[x->kind], x->peer, g->size);
+  int p2p = x->kind == DC_RQ_SEND || x->kind == DC_RQ_RECV;
+  if (p2p && x->peer == g->rank)
+    return refuse("%s: %s %d is this rank", name, what[x->kind], x->peer);
+  return DC_OK;
+}
+
+/* Which buffers this rank uses: send, recv (root-only ones elsewhere). */
+static dc_status check_bufs(const dc_group *g, const char *name,
+                            const dc_rq_args *x) {
+  int root = x->peer == g->rank;
+  int use_send = x->kind != DC_RQ_RECV && x->kind != DC_RQ_BROADCAST &&
+                 (x->kind != DC_RQ_SCATTER || root);
+  int use_recv =
+      x->kind != DC_RQ_SEND &&
+      ((x->kind != DC_RQ_GATHER && x->kind != DC_RQ_REDUCE_TO) || root);
+  if (x->kind == DC_RQ_BARRIER || x->kind == DC_RQ_ALL_TO_ALLV)
+    return DC_OK; /* all_to_allv: its arrays are checked when it runs */
+  if (x->count > SIZE_MAX / dc_dtype_size(x->dtype) / (size_t)g->size)
+    return refuse("%s: count %zu overflows size_t", name, x->count);
+  if (x->count > 0 && use_send && !x->send)
+    return refuse("%s: send buffer is NULL with count %zu", name, x->count);
+  if (x->count > 0 && use_recv && !x->recv)
+    return refuse("%s: recv buffer is NULL with count %zu", name, x->count);
+  if (x->kind == DC_RQ_ALL_TO_ALL && x->count > 0 && x->send == x->recv)
+    return refuse("%s: send and recv are the same buffer", name);
+  return DC_OK;
+}
 
 static dc_status issue(dc_group *g, const char *name, dc_rq_args a,
                        dc_request **req) {
+  if (req)
+    *req = NULL;
+  if (g && req) {
+    dc_status st = check_kinds(name, &a);
+    if (st == DC_OK)
+      st = check_peer(g, name, &a);
+    if (st == DC_OK)
+      st = check_bufs(g, name, &a);
+    if (st != DC_OK)
+      return st;
+  }
   return dc_async_issue(g, name, &a, req);
 }
 

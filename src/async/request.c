@@ -424,7 +424,7 @@ dc_status dc_async_issue(dc_group *g, const char *name, const dc_rq_args *x,
                         g ? "req" : "group");
   if (!g->async) {
     if (g->failed != DC_OK) /* no thread yet: the group is ours to read */
-      return g->failed;
+      return dc_init_fail(g->failed, "%s", g->err);
     dc_status st = start(g, name);
     if (st != DC_OK)
       return st;
@@ -440,13 +440,15 @@ dc_status dc_async_issue(dc_group *g, const char *name, const dc_rq_args *x,
   } else {
     unlock(a);
     r = malloc(sizeof *r);
-    if (!r)
-      return DC_ERR_NOMEM; /* the group may be the thread's: no detail */
+    if (!r) /* the group may be the thread's: the detail goes aside */
+      return dc_init_fail(DC_ERR_NOMEM, "%s: no memory for a request", name);
     lock(a);
   }
   dc_status failed = a->failed;
   if (failed != DC_OK) {
-    r->spare_next = a->spare; /* poisoned: the first failure's detail stays */
+    /* poisoned: g->err keeps the first failure, never rewritten since */
+    dc_init_fail(failed, "%s", a->g->err);
+    r->spare_next = a->spare;
     a->spare = r;
     a->nspare++;
     unlock(a);

@@ -39,8 +39,9 @@ static int poisons(dc_status st) {
 dc_status dc_vfail(dc_group *g, dc_status st, const char *fmt, va_list ap) {
   if (g->failed != DC_OK)
     return g->failed; /* keep the first failure's detail */
-  int n = snprintf(g->err, sizeof g->err,
-                   "%s: ", g->op_name ? g->op_name : "distcomm");
+  /* op_name "": a set-up whose caller names the op itself */
+  const char *op = g->op_name ? g->op_name : "distcomm";
+  int n = *op ? snprintf(g->err, sizeof g->err, "%s: ", op) : 0;
   if (n < 0 || (size_t)n >= sizeof g->err)
     n = 0;
   vsnprintf(g->err + n, sizeof g->err - (size_t)n, fmt, ap);

@@ -116,18 +116,19 @@ static const char *reduce_name(dc_op op) {
   return (unsigned)op < DC_OP_COUNT ? names[op] : "all_reduce";
 }
 
-/* What all_reduce, all_gather and reduce_scatter share: checks (op < 0:
- * no reduction), the sequence number, and the size-1 answer, a copy, after
- * which *done is set. */
+/* What all_reduce, all_gather and reduce_scatter share: checks, the
+ * sequence number, and the size-1 answer, a copy, after which *done is set.
+ * op NULL: the call reduces nothing (all_gather); a user's op is never
+ * NULL, so every op a user passes is checked. */
 static dc_status prologue(dc_group *g, const char *name, const void *send,
-                          void *recv, size_t count, dc_dtype dtype, int op,
-                          int *done) {
+                          void *recv, size_t count, dc_dtype dtype,
+                          const dc_op *op, int *done) {
   *done = 0;
   TRY(dc_enter(g, name));
   TRY(check_buf(g, send, "send", count, dtype));
   TRY(check_buf(g, recv, "recv", count, dtype));
-  if (op >= 0)
-    TRY(check_op(g, dtype, (dc_op)op));
+  if (op)
+    TRY(check_op(g, dtype, *op));
   g->seq++;
   if (g->size == 1) {
     copy(recv, send, count * dc_dtype_size(dtype));
@@ -139,7 +140,7 @@ static dc_status prologue(dc_group *g, const char *name, const void *send,
 dc_status dc_all_reduce(dc_group *g, const void *send, void *recv, size_t count,
                         dc_dtype dtype, dc_op op) {
   int done;
-  TRY(prologue(g, reduce_name(op), send, recv, count, dtype, (int)op, &done));
+  TRY(prologue(g, reduce_name(op), send, recv, count, dtype, &op, &done));
   return done ? DC_OK : g->ops->all_reduce(g, send, recv, count, dtype, op);
 }
 
@@ -159,7 +160,7 @@ dc_status dc_all_min(dc_group *g, const void *s, void *r, size_t n,
 dc_status dc_all_gather(dc_group *g, const void *send, void *recv, size_t count,
                         dc_dtype dtype) {
   int done;
-  TRY(prologue(g, "all_gather", send, recv, count, dtype, -1, &done));
+  TRY(prologue(g, "all_gather", send, recv, count, dtype, NULL, &done));
   return done ? DC_OK : g->ops->all_gather(g, send, recv, count, dtype);
 }
 
@@ -167,7 +168,7 @@ dc_status dc_reduce_scatter(dc_group *g, const void *send, void *recv,
                             size_t count, dc_dtype dtype, dc_op op) {
   int done;
   TRY(prologue(g, op == DC_SUM ? "sum_scatter" : "reduce_scatter", send, recv,
-               count, dtype, (int)op, &done));
+               count, dtype, &op, &done));
   return done ? DC_OK : g->ops->reduce_scatter(g, send, recv, count, dtype, op);
 }
 

@@ -65,7 +65,8 @@ struct dc_group {
   void *interrupt_arg;
   int verbose;         /* log to stderr */
   dc_status failed;    /* first communication failure: the group is poisoned */
-  const char *op_name; /* public name of the op in progress ("all_sum") */
+  const char *op_name; /* public name of the op in progress ("all_sum");
+                          "": none, the detail is not prefixed */
   uint64_t seq;        /* collectives issued so far (frames carry it) */
   uint64_t id;   /* group id: same on every member, differs between groups */
   char err[512]; /* detail of the last failure */

@@ -260,6 +260,11 @@ static void new_request_fails(dc_group *g, dc_status st, const char *after) {
   dc_status s3 = dc_iall_sum(g, x, y, 11, DC_FLOAT32, &late);
   CHECK(s3 == st && late == NULL && mp_mono() - t0 < 1.0, "new request %s: %s",
         after, dc_status_name(s3));
+  /* the header's rule 1: a refused dc_i* call's detail is dc_last_error() */
+  CHECK(strcmp(dc_last_error(), dc_group_last_error(g)) == 0 &&
+            dc_last_error()[0],
+        "refused request %s: detail \"%s\", the group's \"%s\"", after,
+        dc_last_error(), dc_group_last_error(g));
 }
 
 static int mismatch(dc_group *g) {

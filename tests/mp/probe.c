@@ -305,6 +305,17 @@ static void expect(tally *t, dc_group *g, const char *what, dc_status st,
          dc_group_last_error(g));
 }
 
+/* expect, and the group's detail names the bad argument (needle). */
+static void expect_named(tally *t, dc_group *g, const char *what, dc_status st,
+                         dc_status want, const char *needle) {
+  expect(t, g, what, st, want);
+  if (st == want && !strstr(dc_group_last_error(g), needle)) {
+    t->fail++;
+    printf("rank %d: FAIL %s: detail \"%s\" does not say \"%s\"\n", t->rank,
+           what, dc_group_last_error(g), needle);
+  }
+}
+
 static void expect_status(tally *t, const char *what, dc_status st,
                           dc_status want) {
   if (st == want) {
@@ -367,6 +378,100 @@ static void bad_peers(tally *t, dc_group *g, float *b) {
          DC_ERR_INVALID);
   expect(t, g, "broadcast root -1", dc_broadcast(g, b, 1, DC_FLOAT32, -1),
          DC_ERR_INVALID);
+}
+
+/* Every enum and rank argument out of range, blocking (issue 33, M4): op -1
+ * was the library's internal "no reduction" and returned DC_OK unreduced. */
+static void bad_enums(tally *t, dc_group *g, float *b) {
+  int n = dc_group_size(g);
+  size_t z[8] = {0};
+  expect_named(t, g, "all_reduce op -1",
+               dc_all_reduce(g, b, b + 4, 1, DC_FLOAT32, (dc_op)-1),
+               DC_ERR_INVALID, "op -1");
+  expect_named(t, g, "reduce_scatter op -1",
+               dc_reduce_scatter(g, b, b + 32, 1, DC_FLOAT32, (dc_op)-1),
+               DC_ERR_INVALID, "op -1");
+  expect_named(t, g, "reduce_to op -1",
+               dc_reduce_to(g, b, b + 32, 1, DC_FLOAT32, (dc_op)-1, 0),
+               DC_ERR_INVALID, "op -1");
+  expect_named(t, g, "all_reduce op count",
+               dc_all_reduce(g, b, b, 1, DC_FLOAT32, DC_OP_COUNT),
+               DC_ERR_INVALID, "op 4");
+  expect_named(t, g, "all_gather dtype -1",
+               dc_all_gather(g, b, b + 32, 1, (dc_dtype)-1), DC_ERR_INVALID,
+               "dtype -1");
+  expect_named(t, g, "reduce_scatter dtype count",
+               dc_reduce_scatter(g, b, b + 32, 1, DC_DTYPE_COUNT, DC_SUM),
+               DC_ERR_INVALID, "dtype");
+  expect_named(t, g, "broadcast dtype -1",
+               dc_broadcast(g, b, 1, (dc_dtype)-1, 0), DC_ERR_INVALID,
+               "dtype -1");
+  expect_named(t, g, "all_to_all dtype -1",
+               dc_all_to_all(g, b, b + 32, 1, (dc_dtype)-1), DC_ERR_INVALID,
+               "dtype -1");
+  expect_named(t, g, "all_to_allv dtype -1",
+               dc_all_to_allv(g, b, z, z, b + 32, z, z, (dc_dtype)-1),
+               DC_ERR_INVALID, "dtype -1");
+  if (n > 1)
+    expect_named(t, g, "send dtype 99",
+                 dc_send(g, b, 1, (dc_dtype)99, (t->rank + 1) % n),
+                 DC_ERR_INVALID, "dtype 99");
+  expect_named(t, g, "gather root -1", dc_gather(g, b, b + 32, 1, DC_INT8, -1),
+               DC_ERR_INVALID, "root -1");
+  expect_named(t, g, "scatter root size",
+               dc_scatter(g, b + 32, b, 1, DC_INT8, n), DC_ERR_INVALID, "root");
+  expect_named(t, g, "reduce_to root size",
+               dc_reduce_to(g, b, b + 32, 1, DC_FLOAT32, DC_SUM, n),
+               DC_ERR_INVALID, "root");
+}
+
+/* A refused dc_i* call: the status at the call, *req NULL, the detail in
+ * dc_last_error() naming the argument (the header's rule 1). */
+static void expect_refused(tally *t, const char *what, dc_status st,
+                           dc_request *req, dc_status want,
+                           const char *needle) {
+  if (st == want && !req && strstr(dc_last_error(), needle)) {
+    t->pass++;
+    return;
+  }
+  t->fail++;
+  printf("rank %d: FAIL %s: returned %s (req %p), expected %s at the call "
+         "(detail: \"%s\", wanted \"%s\")\n",
+         t->rank, what, dc_status_name(st), (void *)req, dc_status_name(want),
+         dc_last_error(), needle);
+  if (req)
+    dc_request_free(req); /* ran or will run: a hang shows as a timeout */
+}
+
+/* The same arguments, non-blocking: refused when the call is made. */
+static void bad_requests(tally *t, dc_group *g, float *b) {
+  int n = dc_group_size(g), me = t->rank;
+  dc_request *r = (dc_request *)b; /* must come back NULL */
+  dc_status st = dc_iall_reduce(g, b, b + 4, 1, DC_FLOAT32, (dc_op)-1, &r);
+  expect_refused(t, "iall_reduce op -1", st, r, DC_ERR_INVALID, "op -1");
+  st = dc_ireduce_scatter(g, b, b + 32, 1, DC_FLOAT32, (dc_op)-1, &r);
+  expect_refused(t, "ireduce_scatter op -1", st, r, DC_ERR_INVALID, "op -1");
+  st = dc_ireduce_to(g, b, b + 32, 1, DC_FLOAT32, (dc_op)99, 0, &r);
+  expect_refused(t, "ireduce_to op 99", st, r, DC_ERR_INVALID, "op 99");
+  st = dc_iall_sum(g, b, b, 1, (dc_dtype)-1, &r);
+  expect_refused(t, "iall_sum dtype -1", st, r, DC_ERR_INVALID, "dtype -1");
+  st = dc_iall_max(g, b, b, 1, DC_COMPLEX64, &r);
+  expect_refused(t, "iall_max complex64", st, r, DC_ERR_NOT_SUPPORTED,
+                 "max of complex64");
+  st = dc_iall_sum(g, NULL, b, 4, DC_FLOAT32, &r);
+  expect_refused(t, "iall_sum NULL send", st, r, DC_ERR_INVALID, "send");
+  st = dc_isend(g, b, 1, DC_FLOAT32, me, &r);
+  expect_refused(t, "isend to self", st, r, DC_ERR_INVALID, "dst");
+  st = dc_irecv(g, b, 1, DC_FLOAT32, -1, &r);
+  expect_refused(t, "irecv from -1", st, r, DC_ERR_INVALID, "src -1");
+  st = dc_ibroadcast(g, b, 1, DC_FLOAT32, n, &r);
+  expect_refused(t, "ibroadcast root size", st, r, DC_ERR_INVALID, "root");
+  st = dc_igather(g, b, b + 32, 1, DC_INT8, -1, &r);
+  expect_refused(t, "igather root -1", st, r, DC_ERR_INVALID, "root -1");
+  st = dc_iscatter(g, b + 32, b, 1, DC_INT8, n, &r);
+  expect_refused(t, "iscatter root size", st, r, DC_ERR_INVALID, "root");
+  st = dc_iall_to_all(g, b, b, 1, DC_INT8, &r);
+  expect_refused(t, "iall_to_all same buffer", st, r, DC_ERR_INVALID, "same");
 }
 
 static void bad_kinds(tally *t, dc_group *g, float *b) {
@@ -433,6 +538,8 @@ static int cmd_invalid(void) {
   zero_counts(&t, g);
   bad_peers(&t, g, b);
   bad_kinds(&t, g, b);
+  bad_enums(&t, g, b);
+  bad_requests(&t, g, b);
   null_group(&t, b);
   still_usable(&t, g);
   printf("rank %d/%d: invalid: %ld checks passed, %ld failed\n", t.rank,

@@ -84,19 +84,15 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
   }
   memcpy(R->self, self, sizeof *R->self * self_count(p));
   g->timeout_s = timeout;
-  g->op_name = "init";
+  g->op_name = ""; /* the hooks' detail unprefixed: the caller names the op */
   dc_mesh_plan plan = *p;
   plan.host = R->host = dc_host_key();
   /* The hooks need the group, so it exists first; R->tcp is set before
    * connecting, so that a failure the hooks report poisons the mesh. */
   dc_mesh_hooks h = dc_group_hooks(g);
   dc_status st = dc_mesh_open(&h, &plan, &R->tcp, err, errlen);
-  /* A failure the hooks reported is in g->err after "init: ", which the
-   * caller writes itself. */
-  if (st != DC_OK && !err[0]) {
-    size_t skip = strncmp(g->err, "init: ", 6) == 0 ? 6 : 0;
-    snprintf(err, errlen, "%s", g->err + skip);
-  }
+  if (st != DC_OK && !err[0]) /* the hooks reported it */
+    snprintf(err, errlen, "%s", g->err);
   g->op_name = NULL;
   if (st != DC_OK) {
     dc_group_free(g);
