@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "async/async.h"
+#include "compose/async.h"
 #include "core/group.h"
 #include "kernels/reduce.h"
 

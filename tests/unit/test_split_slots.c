@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 
 static char *slots(int count) {
   char *t = calloc((size_t)count, RING_ADDR_SLOT);

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "algo/geometry.h"
-#include "algo/hier.h"
+#include "compose/hier.h"
 
 /* Pieces of at least this many bytes, at most MAX_PIECES of them: each
  * piece costs three collectives' rounds of latency. */

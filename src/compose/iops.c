@@ -1,7 +1,7 @@
 /* The public non-blocking calls: each packs the blocking call's arguments
  * into a request for the group's progress thread (async/request.c), which
  * runs the blocking call, checks included. */
-#include "async/async.h"
+#include "compose/async.h"
 #include "core/group.h"
 
 static dc_status issue(dc_group *g, const char *name, dc_rq_args a,

@@ -5,7 +5,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "config/env.h"
 #include "transport/shm.h"
 #include "transport/sock.h"

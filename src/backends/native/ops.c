@@ -7,7 +7,7 @@
 
 #include "algo/algo.h"
 #include "algo/tune.h"
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "transport/frame.h"
 
 #define P2P_MAX_LANES 64 /* transfers of one send or recv */

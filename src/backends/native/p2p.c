@@ -21,7 +21,7 @@
 
 #include "algo/algo.h"
 #include "algo/tune.h"
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "transport/frame.h"
 #include "transport/shm.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "bootstrap/coordinator.h"
 #include "config/devices.h"
 #include "config/env.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "transport/frame.h"
 #include "transport/sock.h"
 

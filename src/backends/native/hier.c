@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/hier.h"
-#include "backends/ring/ring.h"
+#include "compose/hier.h"
+#include "backends/native/native.h"
 #include "transport/shm.h"
 
 struct ring_hier {

@@ -55,7 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "async/async.h"
+#include "compose/async.h"
 #include "core/group.h"
 
 enum {
