@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/clock.h" /* dc_now */
 #include "config/env.h" /* dc_env_verbose, dc_default_timeout */
 #include "distcomm.h"
 
@@ -109,9 +110,6 @@ void dc_log(const dc_group *g, const char *fmt, ...)
 
 /* The hooks through which a mesh (transport/mesh.h) reports to g. */
 struct dc_mesh_hooks dc_group_hooks(dc_group *g);
-
-/* Monotonic clock in seconds. */
-double dc_now(void);
 
 /* Backends. */
 extern const dc_backend_ops dc_single_ops;

@@ -13,8 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "algo/tune.h"
-#include "core/group.h"     /* dc_now */
+#include "base/clock.h"
 #include "transport/auth.h" /* dc_seal: DISTCOMM_SECURE */
 #include "transport/engine.h"
 #include "transport/frame.h"
@@ -73,7 +72,6 @@ void dc_mesh_free(dc_mesh *t) {
   for (int i = 0; i < t->nsegs; i++)
     dc_shm_close(&t->segs[i]);
   free(t->segs);
-  free(t->tune);
   free(t->conns);
   free(t->p2p_tx);
   free(t->p2p_rx);
@@ -125,22 +123,12 @@ void dc_mesh_set_pid(dc_mesh *t, int peer, int pid) {
     t->conns[peer * t->lanes + l].pid = pid;
 }
 
-/* Every rank of a one-host group keeps a tuner, also one that cannot
- * pull: the tuner's schedule says which calls vote (algo/tune.h), so all
- * ranks must run it alike; this one's votes are always the pipes. forced
- * is alike on every rank too (setup_shm.c), whether it can pull or not.
- * Without memory for it set-up fails here: a rank without a tuner would
- * vote on every call while the others keep the schedule. */
-dc_status dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced) {
+/* forced is alike on every rank (setup_shm.c), whether it can pull or
+ * not: the owner's tuner reads it (backends/native/build.c). */
+void dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced) {
   t->one_host = one_host;
   t->pull_ok = pull_ok;
-  if (!one_host)
-    return DC_OK;
-  if ((t->tune = calloc(1, sizeof *t->tune)) == NULL)
-    return dc_mesh_fail(t, DC_ERR_NOMEM,
-                        "no memory for the single-copy tuner at set-up");
-  t->tune->mode = forced ? DC_TUNE_PULL : DC_TUNE_AUTO;
-  return DC_OK;
+  t->pull_forced = one_host && forced;
 }
 
 void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,
@@ -159,7 +147,6 @@ void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,
   c->run = dc_mesh_run;
   c->pull = t->one_host ? dc_mesh_pull : NULL;
   c->pull_ok = t->pull_ok;
-  c->tune = t->tune;
   c->ctx = t;
   for (int i = 0; i < t->size * t->lanes; i++)
     t->conns[i].op_rx = 0;

@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "algo/algo.h"
 #include "distcomm.h"
 #include "transport/mesh.h" /* dc_mesh_hooks */
+#include "transport/xfer.h" /* dc_xfer, dc_comm */
 
 typedef struct dc_conn {
   /* How its bytes move (transport/link.h): dc_link_sock, or dc_link_pipe
@@ -56,9 +56,9 @@ typedef struct dc_mesh {
   int spin;                  /* busy-poll briefly before sleeping in poll() */
   struct dc_shm_seg *segs;   /* shared memory mapped for this group */
   int nsegs;
-  int one_host;         /* every rank of the group is on this host */
-  int pull_ok;          /* every peer's memory is readable (single copy) */
-  struct dc_tune *tune; /* single copy or pipes, when one_host (owned) */
+  int one_host;    /* every rank of the group is on this host */
+  int pull_ok;     /* every peer's memory is readable (single copy) */
+  int pull_forced; /* DISTCOMM_CMA=1 on every rank: no measuring */
 } dc_mesh;
 
 /* Open a group's mesh: dc_mesh_new with the plan's rank, size and lanes,
@@ -103,9 +103,9 @@ void dc_mesh_wire_pipes(dc_mesh *t, int peer, int lane, struct dc_pipe *tx,
                         size_t tx_cap, struct dc_pipe *rx, size_t rx_cap);
 void dc_mesh_set_pid(dc_mesh *t, int peer, int pid);
 /* Single copy: offered (pull) when one_host, used when pull_ok; forced
- * (set so on every rank) skips the choice between single copy and pipes
- * (algo/tune.h). DC_ERR_NOMEM when the tuner cannot be allocated. */
-dc_status dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced);
+ * (set so on every rank) tells the owner's tuner to skip the choice
+ * between single copy and pipes (algo/tune.h). */
+void dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced);
 
 /* Prepare comm for one op: fills the frame fields and run = dc_mesh_run. */
 void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,

@@ -4,7 +4,7 @@
 #ifndef DC_TRANSPORT_HANDSHAKE_H
 #define DC_TRANSPORT_HANDSHAKE_H
 
-#include "core/group.h" /* dc_now */
+#include "base/clock.h"
 #include "transport/engine.h"
 #include "transport/mesh.h"
 #include "transport/auth.h"

@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "core/group.h" /* dc_now */
+#include "base/clock.h"
 #include "transport/link.h"
 #include "transport/sock.h"
 

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/tune.h"
 #include "transport/frame.h"
 #include "transport/handshake.h"
 #include "transport/shm.h"
@@ -168,7 +167,8 @@ static dc_status wire_pull(shm_plan *s, const pid_t *pids,
   if (forced_here && !forced && all && one_host)
     dc_mesh_log(t, "DISTCOMM_CMA=1 is not set on every rank: single copy "
                    "is chosen by measuring");
-  return dc_mesh_set_pull(t, one_host, all && one_host, forced);
+  dc_mesh_set_pull(t, one_host, all && one_host, forced);
+  return DC_OK;
 }
 
 static dc_status connect_pipes(shm_plan *s) {

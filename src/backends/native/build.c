@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include "algo/tune.h"
 #include "backends/native/native.h"
 #include "config/env.h"
 #include "transport/shm.h"
@@ -58,6 +59,20 @@ dc_status ring_listen_each(dc_addr *mine, int n, int *fds, int *nfds,
   return DC_OK;
 }
 
+/* Every rank of a one-host group keeps a tuner, also one that cannot
+ * pull: the tuner's schedule says which calls vote (algo/tune.h), so all
+ * ranks must run it alike; this one's votes are always the pipes. Without
+ * memory for it set-up fails: a rank without a tuner would vote on every
+ * call while the others keep the schedule. */
+static dc_status new_tuner(ring_impl *R, char *err, size_t errlen) {
+  if (!R->tcp->one_host)
+    return DC_OK;
+  if ((R->tune = dc_tune_new(R->tcp->pull_forced)) != NULL)
+    return DC_OK;
+  snprintf(err, errlen, "no memory for the single-copy tuner at set-up");
+  return DC_ERR_NOMEM;
+}
+
 dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
                      dc_group **out, char *err, size_t errlen) {
   *out = NULL;
@@ -98,6 +113,8 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
     snprintf(err, errlen, "%s", g->err + skip);
   }
   g->op_name = NULL;
+  if (st == DC_OK)
+    st = new_tuner(R, err, errlen);
   if (st != DC_OK) {
     dc_group_free(g);
     return st;

@@ -29,6 +29,8 @@ typedef struct ring_impl {
   uint64_t host;    /* this rank's host key (dc_mesh_plan.host) */
   struct ring_hier *hier; /* hierarchical all_reduce (ring_hier.c), or NULL
                              until the first all_reduce */
+  struct dc_tune *tune;   /* single copy or pipes (algo/tune.h), when every
+                             rank is on this host; set on every dc_comm */
 } ring_impl;
 
 /* DISTCOMM_RING_NEIGHBOURS=1: connect ring neighbours only. */

@@ -21,6 +21,7 @@ static void begin(dc_group *g, dc_comm *c, uint8_t opcode, size_t count,
                   dc_dtype dtype, dc_op op, uint32_t aux) {
   ring_impl *R = g->impl;
   dc_mesh_begin(R->tcp, c, opcode, count, dtype, op, aux, (uint32_t)g->seq);
+  c->tune = R->tune;
   c->lanes = R->naddrs;
   c->neighbours_only = R->neighbours;
   c->full_mesh = R->per_peer && !R->neighbours;
@@ -182,6 +183,7 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
   uint32_t seq = is_send ? ++t->p2p_tx[peer] : ++t->p2p_rx[peer];
   dc_comm c;
   dc_mesh_begin(t, &c, DC_OPC_SEND, count, dtype, DC_SUM, 0, seq);
+  c.tune = R->tune;
   size_t es = dc_dtype_size(dtype);
   /* Both ends cut the message alike: over P2P_MAX_LANES lanes the extra
    * ones stay idle (every piece must have a transfer, or bytes go missing). */
@@ -223,6 +225,7 @@ static void ring_destroy(dc_group *g) {
     return;
   ring_hier_free(R->hier); /* its groups before the connections they used */
   dc_mesh_free(R->tcp);
+  free(R->tune);
   free(R->self);
   free(R);
 }
