@@ -70,8 +70,31 @@ struct dc_group {
   uint64_t seq;        /* collectives issued so far (frames carry it) */
   uint64_t id;   /* group id: same on every member, differs between groups */
   char err[512]; /* detail of the last failure */
-  struct dc_async *async; /* non-blocking requests (src/async), or NULL */
+  struct dc_async *async; /* non-blocking requests' state, or NULL */
+  const struct dc_inflight *inflight; /* their gate, or NULL */
 };
+
+/* Work in flight on g that blocking calls wait behind. The requests
+ * (compose/request.c) register their gate on first use, so the group
+ * waits for them without naming the layer above it. */
+typedef struct dc_inflight {
+  void (*drain)(dc_group *g);         /* until nothing is in flight */
+  void (*set_interrupt)(dc_group *g); /* g->interrupt changed: poll it */
+  void (*release)(dc_group *g);       /* teardown: wait, stop, forget */
+} dc_inflight;
+
+static inline void dc_inflight_drain(dc_group *g) {
+  if (g->inflight)
+    g->inflight->drain(g);
+}
+static inline void dc_inflight_set_interrupt(dc_group *g) {
+  if (g->inflight)
+    g->inflight->set_interrupt(g);
+}
+static inline void dc_inflight_release(dc_group *g) {
+  if (g->inflight)
+    g->inflight->release(g);
+}
 
 /* Allocate a group with defaults (timeout from DISTCOMM_TIMEOUT or 300 s). */
 dc_group *dc_group_new(const dc_backend_ops *ops, void *impl, int rank,
