@@ -52,17 +52,17 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
   dc_status st =
       hf->nranks > 1 ? listen_all(hf, rank, fds, err, errlen) : DC_OK;
   if (st == DC_OK) {
-    dc_mesh_plan p = {.rank = rank,
-                      .size = hf->nranks,
-                      .naddrs = hf->naddrs,
-                      .sockets =
-                          ring_sockets(hf->addrs, hf->nranks, hf->naddrs),
-                      .addrs = hf->addrs,
-                      .listen_fds = fds,
-                      .twin_fds = fds + hf->naddrs,
-                      .job = job_id(hf),
-                      .group = 1,
-                      .neighbours = ring_neighbours_env()};
+    dc_engine_plan p = {.rank = rank,
+                        .size = hf->nranks,
+                        .naddrs = hf->naddrs,
+                        .sockets =
+                            ring_sockets(hf->addrs, hf->nranks, hf->naddrs),
+                        .addrs = hf->addrs,
+                        .listen_fds = fds,
+                        .twin_fds = fds + hf->naddrs,
+                        .job = job_id(hf),
+                        .group = 1,
+                        .neighbours = ring_neighbours_env()};
     st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
                     out, err, errlen);
     for (int l = 0; hf->nranks > 1 && l < 2 * hf->naddrs; l++)

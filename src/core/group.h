@@ -132,7 +132,7 @@ void dc_log(const dc_group *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The hooks through which a mesh (transport/mesh.h) reports to g. */
-struct dc_mesh_hooks dc_group_hooks(dc_group *g);
+struct dc_engine_hooks dc_group_hooks(dc_group *g);
 
 /* Backends. */
 extern const dc_backend_ops dc_single_ops;

@@ -12,7 +12,7 @@
 #include "transport/shm.h"
 #include "transport/sock.h"
 
-static size_t self_count(const dc_mesh_plan *p) {
+static size_t self_count(const dc_engine_plan *p) {
   return (size_t)p->naddrs * (p->per_peer ? (size_t)p->size : 1);
 }
 
@@ -74,8 +74,8 @@ static dc_status new_tuner(ring_impl *R, char *err, size_t errlen) {
   return DC_ERR_NOMEM;
 }
 
-dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
-                     dc_group **out, char *err, size_t errlen) {
+dc_status ring_build(const dc_engine_plan *p, const dc_addr *self,
+                     double timeout, dc_group **out, char *err, size_t errlen) {
   *out = NULL;
   ring_impl *R = calloc(1, sizeof *R);
   dc_group *g = R ? dc_group_new(p->per_peer ? &dc_mesh_ops : &dc_ring_ops, R,
@@ -101,12 +101,12 @@ dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
   memcpy(R->self, self, sizeof *R->self * self_count(p));
   g->timeout_s = timeout;
   g->op_name = "init";
-  dc_mesh_plan plan = *p;
+  dc_engine_plan plan = *p;
   plan.host = R->host = dc_host_key();
   /* The hooks need the group, so it exists first; R->tcp is set before
    * connecting, so that a failure the hooks report poisons the mesh. */
-  dc_mesh_hooks h = dc_group_hooks(g);
-  dc_status st = dc_mesh_open(&h, &plan, &R->tcp, err, errlen);
+  dc_engine_hooks h = dc_group_hooks(g);
+  dc_status st = dc_engine_open(&h, &plan, &R->tcp, err, errlen);
   /* A failure the hooks reported is in g->err after "init: ", which the
    * caller writes itself. */
   if (st != DC_OK && !err[0]) {

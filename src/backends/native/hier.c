@@ -28,7 +28,7 @@ static int number_hosts(dc_group *g, const ring_impl *R, int *host) {
     return -1;
   int hosts = 0;
   for (int q = 0; q < g->size; q++) {
-    key[q] = q == g->rank ? R->host : dc_mesh_peer_host(R->tcp, q);
+    key[q] = q == g->rank ? R->host : dc_engine_peer_host(R->tcp, q);
     host[q] = -1;
     for (int p = 0; p < q && host[q] < 0; p++)
       if (key[p] == key[q])

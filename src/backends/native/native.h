@@ -17,16 +17,16 @@
 #include "transport/mesh.h"
 
 typedef struct ring_impl {
-  dc_mesh *tcp;
+  dc_engine *tcp;
   int naddrs;  /* addresses per rank in the hostfile */
   int sockets; /* connections per address (DISTCOMM_SOCKETS) */
   uint64_t job;
-  dc_addr *self;    /* this rank's naddrs addresses (split binds the same IPs);
-                       per_peer: size * naddrs, its address towards each rank */
-  int neighbours;   /* only ranks +-1 are connected (dc_mesh_plan.neighbours) */
-  int per_peer;     /* the mesh backend: an address per pair (dc_mesh_plan) */
-  int direct_ranks; /* DISTCOMM_DIRECT_RANKS (dc_comm.direct_ranks) */
-  uint64_t host;    /* this rank's host key (dc_mesh_plan.host) */
+  dc_addr *self;  /* this rank's naddrs addresses (split binds the same IPs);
+                     per_peer: size * naddrs, its address towards each rank */
+  int neighbours; /* only ranks +-1 are connected (dc_engine_plan.neighbours) */
+  int per_peer;   /* the mesh backend: an address per pair (dc_engine_plan) */
+  int direct_ranks;       /* DISTCOMM_DIRECT_RANKS (dc_comm.direct_ranks) */
+  uint64_t host;          /* this rank's host key (dc_engine_plan.host) */
   struct ring_hier *hier; /* hierarchical all_reduce (ring_hier.c), or NULL
                              until the first all_reduce */
   struct dc_tune *tune;   /* single copy or pipes (algo/tune.h), when every
@@ -46,10 +46,10 @@ int ring_sockets(const dc_addr *addrs, int size, int naddrs);
  * then the two ends. *pulled = 0: the sender could not offer it, and the
  * message follows through the lanes as usual. */
 int ring_p2p_single_copy(const dc_comm *c, size_t piece_bytes);
-dc_status ring_p2p_send_pulled(dc_mesh *t, dc_comm *c, const void *buf,
+dc_status ring_p2p_send_pulled(dc_engine *t, dc_comm *c, const void *buf,
                                size_t bytes, int peer, int *pulled);
-dc_status ring_p2p_recv_pulled(dc_mesh *t, dc_comm *c, void *buf, size_t bytes,
-                               int peer, int *pulled);
+dc_status ring_p2p_recv_pulled(dc_engine *t, dc_comm *c, void *buf,
+                               size_t bytes, int peer, int *pulled);
 
 /* ring_hier.c: whether this all_reduce goes hierarchical (the same answer
  * on every rank), and then runs it; poison and free the subgroups. */
@@ -78,6 +78,6 @@ dc_status ring_listen_each(dc_addr *mine, int n, int *fds, int *nfds,
 /* Create a connected ring group from a plan whose listeners are open.
  * self: this rank's naddrs addresses (per_peer: size * naddrs). On failure
  * nothing is left behind and err says why. */
-dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
-                     dc_group **out, char *err, size_t errlen);
+dc_status ring_build(const dc_engine_plan *p, const dc_addr *self,
+                     double timeout, dc_group **out, char *err, size_t errlen);
 #endif
