@@ -3,8 +3,8 @@
  * calls on the group wait for the FIFO to empty first (dc_async_drain,
  * which the group reaches through the gate registered on first use:
  * dc_inflight in core/group.h). */
-#ifndef DC_ASYNC_ASYNC_H
-#define DC_ASYNC_ASYNC_H
+#ifndef DC_COMPOSE_ASYNC_H
+#define DC_COMPOSE_ASYNC_H
 
 #include <stddef.h>
 

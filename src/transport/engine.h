@@ -5,7 +5,7 @@
  * timeout. One engine per group; used by one thread at a time. It knows
  * no dc_group: failures, the timeout and interrupts go through hooks.
  *
- * The face, for an owner (backends/ring's ring_build): a dc_engine is one
+ * The face, for an owner (backends/native's ring_build): a dc_engine is one
  * group's connections and their engine.
  *   dc_engine_open   from a plan (transport/mesh.h): allocate and connect;
  *   dc_engine_begin  + comm.run (dc_engine_run): one op's batches of transfers;

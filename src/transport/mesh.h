@@ -1,6 +1,6 @@
 /* The mesh: how a group's ranks connect, apart from how they found each
- * other. A bootstrap policy (backends/ring: MLX_HOSTFILE; the coordinator;
- * backends/mesh: MLX_IBV_DEVICES; ring_split for subgroups) finds out where
+ * other. A bootstrap policy (src/bootstrap: MLX_HOSTFILE, the coordinator,
+ * MLX_IBV_DEVICES; backends/native/split.c for subgroups) finds out where
  * the peers listen and which pairs connect, writes that into a
  * dc_engine_plan, opens its listeners, and calls dc_engine_open. Everything
  * after the addresses is here, in src/transport: dialing (dial.c) and

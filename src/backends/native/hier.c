@@ -1,4 +1,4 @@
-/* When the ring's all_reduce goes hierarchical (algo/hier.h): ranks on two
+/* When the ring's all_reduce goes hierarchical (compose/hier.h): ranks on two
  * or more hosts, the same number L >= 2 on each, every pair connected and
  * shared memory on (DISTCOMM_SHM). Hosts are told apart by the host keys
  * the hellos carried, which every rank knows alike, so every rank makes
