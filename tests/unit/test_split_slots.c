@@ -1,5 +1,5 @@
 /* Unit tests of the address slots that split swaps between members
- * (src/backends/ring/ring_split.c): a peer's slot is not trusted to end in
+ * (src/backends/native/split.c): a peer's slot is not trusted to end in
  * a NUL. Run under ASan: the last slot lies at the end of an exact-size
  * heap block, so reading past it is caught. */
 #include <stdarg.h>
