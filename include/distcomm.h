@@ -297,7 +297,7 @@ DC_API unsigned long long dc_group_collectives(const dc_group *group);
  * request; the caller's dc_wait runs it anyway): its thread then looks
  * every 0.5 ms and starts a request that has waited a whole look, so one
  * nobody waits for still starts within 1 ms, and the group goes back to
- * waking the thread at once (see src/async/request.c).
+ * waking the thread at once (see src/compose/request.c).
  *
  * Order: one progress thread per group runs its requests one at a time in
  * issue order, and a blocking call (or split, or a training helper) on a

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "algo/algo.h"
-#include "core/group.h"
 #include "kernels/reduce.h"
 
 /* Exchange with every peer: send sendbuf(q) to q, receive from q into

@@ -15,7 +15,6 @@
 
 #include "algo/algo.h"
 #include "algo/geometry.h"
-#include "core/group.h"
 #include "kernels/reduce.h"
 
 /* Pulled and reduced piece by piece, so the piece stays in L1/L2. */

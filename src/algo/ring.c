@@ -8,7 +8,6 @@
 
 #include "algo/algo.h"
 #include "algo/geometry.h"
-#include "core/group.h"
 
 #define CHUNK_BYTES (512u * 1024u)
 #define MAX_PARTS 32

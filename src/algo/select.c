@@ -6,7 +6,7 @@
 
 #include "algo/algo.h"
 #include "algo/tune.h"
-#include "core/group.h"
+#include "base/clock.h"
 
 /* Direct exchange needs every pair connected; with neighbours only (and
  * more than 2 ranks) everything goes round the ring. */

@@ -1,5 +1,14 @@
 /* Choosing between single copy and the pipes, by measuring (see tune.h). */
+#include <stdlib.h>
+
 #include "algo/tune.h"
+
+dc_tune *dc_tune_new(int forced) {
+  dc_tune *t = calloc(1, sizeof *t);
+  if (t)
+    t->mode = forced ? DC_TUNE_PULL : DC_TUNE_AUTO;
+  return t;
+}
 
 static dc_tune_class *class_of(dc_tune *t, dc_tune_kind kind, size_t bytes) {
   int b = 0;

@@ -66,6 +66,10 @@ typedef struct dc_tune {
   dc_tune_class cls[DC_TUNE_KINDS][64]; /* size class: log2 of the bytes */
 } dc_tune;
 
+/* A tuner for a one-host group; forced (alike on every rank) always
+ * pulls. NULL when out of memory. Freed with free(). */
+dc_tune *dc_tune_new(int forced);
+
 /* This rank's vote for the coming call: 1 single copy, 0 pipes. Counts
  * the call. */
 int dc_tune_vote(dc_tune *t, dc_tune_kind kind, size_t bytes);

@@ -1,7 +1,6 @@
 /* Status texts, per-group failure detail and logging. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "core/group.h"
 
@@ -93,10 +92,4 @@ void dc_log(const dc_group *g, const char *fmt, ...) {
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   fprintf(stderr, "[distcomm rank %d] %s\n", g ? g->rank : -1, line);
-}
-
-double dc_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

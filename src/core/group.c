@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "async/async.h"
 #include "core/group.h"
 #include "kernels/reduce.h"
 
@@ -41,7 +40,7 @@ dc_status dc_group_set_timeout(dc_group *g, double seconds) {
     g->op_name = "set_timeout";
     return dc_fail(g, DC_ERR_INVALID, "timeout %g s is not positive", seconds);
   }
-  dc_async_drain(g); /* the progress thread reads it */
+  dc_inflight_drain(g); /* the progress thread reads it */
   g->timeout_s = seconds;
   return DC_OK;
 }
@@ -49,17 +48,17 @@ dc_status dc_group_set_timeout(dc_group *g, double seconds) {
 dc_status dc_group_set_interrupt(dc_group *g, dc_interrupt_fn fn, void *arg) {
   if (!g)
     return dc_init_fail(DC_ERR_INVALID, "set_interrupt: group is NULL");
-  dc_async_drain(g);
+  dc_inflight_drain(g);
   g->interrupt = fn;
   g->interrupt_arg = arg;
-  dc_async_set_interrupt(g);
+  dc_inflight_set_interrupt(g);
   return DC_OK;
 }
 
 dc_status dc_enter(dc_group *g, const char *name) {
   if (!g)
     return dc_init_fail(DC_ERR_INVALID, "%s: group is NULL", name);
-  dc_async_drain(g); /* blocking calls queue behind requests in flight */
+  dc_inflight_drain(g); /* blocking calls queue behind requests in flight */
   if (g->failed != DC_OK)
     return g->failed;
   g->op_name = name;

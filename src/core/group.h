@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/clock.h" /* dc_now */
 #include "config/env.h" /* dc_env_verbose, dc_default_timeout */
 #include "distcomm.h"
 
@@ -70,8 +71,31 @@ struct dc_group {
   uint64_t seq;        /* collectives issued so far (frames carry it) */
   uint64_t id;   /* group id: same on every member, differs between groups */
   char err[512]; /* detail of the last failure */
-  struct dc_async *async; /* non-blocking requests (src/async), or NULL */
+  struct dc_async *async; /* non-blocking requests' state, or NULL */
+  const struct dc_inflight *inflight; /* their gate, or NULL */
 };
+
+/* Work in flight on g that blocking calls wait behind. The requests
+ * (compose/request.c) register their gate on first use, so the group
+ * waits for them without naming the layer above it. */
+typedef struct dc_inflight {
+  void (*drain)(dc_group *g);         /* until nothing is in flight */
+  void (*set_interrupt)(dc_group *g); /* g->interrupt changed: poll it */
+  void (*release)(dc_group *g);       /* teardown: wait, stop, forget */
+} dc_inflight;
+
+static inline void dc_inflight_drain(dc_group *g) {
+  if (g->inflight)
+    g->inflight->drain(g);
+}
+static inline void dc_inflight_set_interrupt(dc_group *g) {
+  if (g->inflight)
+    g->inflight->set_interrupt(g);
+}
+static inline void dc_inflight_release(dc_group *g) {
+  if (g->inflight)
+    g->inflight->release(g);
+}
 
 /* Allocate a group with defaults (timeout from DISTCOMM_TIMEOUT or 300 s). */
 dc_group *dc_group_new(const dc_backend_ops *ops, void *impl, int rank,
@@ -109,10 +133,7 @@ void dc_log(const dc_group *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The hooks through which a mesh (transport/mesh.h) reports to g. */
-struct dc_mesh_hooks dc_group_hooks(dc_group *g);
-
-/* Monotonic clock in seconds. */
-double dc_now(void);
+struct dc_engine_hooks dc_group_hooks(dc_group *g);
 
 /* Backends. */
 extern const dc_backend_ops dc_single_ops;

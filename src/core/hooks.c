@@ -26,10 +26,10 @@ static void group_log(void *arg, const char *fmt, va_list ap) {
   dc_log(arg, "%s", line);
 }
 
-dc_mesh_hooks dc_group_hooks(dc_group *g) {
-  return (dc_mesh_hooks){.fail = group_fail,
-                         .interrupt = group_interrupt,
-                         .timeout = group_timeout,
-                         .log = group_log,
-                         .arg = g};
+dc_engine_hooks dc_group_hooks(dc_group *g) {
+  return (dc_engine_hooks){.fail = group_fail,
+                           .interrupt = group_interrupt,
+                           .timeout = group_timeout,
+                           .log = group_log,
+                           .arg = g};
 }

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "async/async.h"
 #include "core/group.h"
 
 static pthread_mutex_t world_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -89,7 +88,7 @@ void dc_group_free(dc_group *g) {
     if (!last)
       return;
   }
-  dc_async_release(g); /* waits for requests in flight */
+  dc_inflight_release(g); /* waits for requests in flight */
   g->ops->destroy(g);
   free(g);
 }

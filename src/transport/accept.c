@@ -32,8 +32,8 @@ typedef struct pending {
 } pending;
 
 typedef struct acceptor {
-  dc_mesh *t;
-  const dc_mesh_plan *p;
+  dc_engine *t;
+  const dc_engine_plan *p;
   const dc_auth *auth;
   int nl;   /* TCP listeners; listener nl + l is the Unix twin of l, if any */
   int want; /* connections still expected */
@@ -44,7 +44,7 @@ typedef struct acceptor {
 
 /* Log why pd is refused, remember it, close it; returns 0 (not joined). */
 static int refuse(acceptor *A, pending *pd, const char *why) {
-  dc_mesh_log(A->t, "refused a connection from %s: %s", pd->from, why);
+  dc_engine_log(A->t, "refused a connection from %s: %s", pd->from, why);
   snprintf(A->refused, sizeof A->refused, "%s: %s", pd->from, why);
   close(pd->fd);
   pd->fd = -1;
@@ -56,7 +56,7 @@ static int refuse(acceptor *A, pending *pd, const char *why) {
  * reason: the first to finish wins, so a stranger cannot squat a real peer's
  * slot. */
 static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
-  const dc_mesh_plan *p = A->p;
+  const dc_engine_plan *p = A->p;
   uint32_t lanes = (uint32_t)dc_plan_lanes(p);
   if (h->kind != DC_HELLO || h->version != DC_WIRE_VERSION)
     return DC_REFUSE_VERSION;
@@ -75,7 +75,7 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
       h->lane >= lanes ||
       dc_plan_listener(p, (int)h->rank, (int)h->lane) != l % A->nl ||
       (unix_twin && !dc_plan_local(p, (int)h->rank, (int)h->lane)) ||
-      dc_mesh_connected(A->t, (int)h->rank, (int)h->lane))
+      dc_engine_connected(A->t, (int)h->rank, (int)h->lane))
     return DC_REFUSE_RANK;
   if (!A->auth->on && !dc_plan_source_ok(p, (int)h->rank, fd))
     return DC_REFUSE_SOURCE;
@@ -83,25 +83,25 @@ static uint32_t judge(const acceptor *A, const dc_hello *h, int l, int fd) {
 }
 
 static int join(acceptor *A, pending *pd) {
-  const dc_mesh_plan *p = A->p;
+  const dc_engine_plan *p = A->p;
   const dc_hello *h = &pd->h;
-  if (dc_mesh_connected(A->t, (int)h->rank, (int)h->lane)) /* proved first */
+  if (dc_engine_connected(A->t, (int)h->rank, (int)h->lane)) /* proved first */
     return refuse(A, pd, "rank and connection number already connected");
   dc_seal *seal = NULL;
   if (A->auth->secure && !(seal = dc_seal_new(A->auth, &pd->bind, 0)))
     return refuse(A, pd, "out of memory for its frame keys");
   if (h->host != p->host)
     dc_sock_keepalive(pd->fd);
-  dc_mesh_attach(A->t, (int)h->rank, (int)h->lane, pd->fd,
-                 pd->listener >= A->nl, h->host,
-                 dc_plan_addr(p, (int)h->rank, (int)h->lane)->text);
-  dc_mesh_seal(A->t, (int)h->rank, (int)h->lane, seal);
-  dc_mesh_log(A->t, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
-              pd->from,
-              A->auth->secure ? " (job token proven, frames "
-                                "authenticated)"
-              : A->auth->on   ? " (job token proven)"
-                              : "");
+  dc_engine_attach(A->t, (int)h->rank, (int)h->lane, pd->fd,
+                   pd->listener >= A->nl, h->host,
+                   dc_plan_addr(p, (int)h->rank, (int)h->lane)->text);
+  dc_engine_seal(A->t, (int)h->rank, (int)h->lane, seal);
+  dc_engine_log(A->t, "accepted rank %u lane %u from %s%s", h->rank, h->lane,
+                pd->from,
+                A->auth->secure ? " (job token proven, frames "
+                                  "authenticated)"
+                : A->auth->on   ? " (job token proven)"
+                                : "");
   pd->fd = -1;
   A->want--;
   return 1;
@@ -110,8 +110,8 @@ static int join(acceptor *A, pending *pd) {
 /* Answer a good hello: OK, and with a token our nonce and proof. A fresh
  * socket's send buffer takes these few bytes at once: no wait. */
 static int answer(acceptor *A, pending *pd) {
-  const dc_mesh_plan *p = A->p;
-  dc_hello r = dc_mesh_hello(p, A->auth, DC_HELLO_OK, (int)pd->h.lane);
+  const dc_engine_plan *p = A->p;
+  dc_hello r = dc_engine_hello(p, A->auth, DC_HELLO_OK, (int)pd->h.lane);
   unsigned char b[DC_HELLO_BYTES + DC_PROOF_BYTES], mac[DC_AUTH_PROOF_BYTES];
   size_t n = DC_HELLO_BYTES;
   dc_hello_encode(&r, b);
@@ -290,21 +290,21 @@ static void expire(acceptor *A) {
   }
 }
 
-static int first_missing(const dc_mesh *t, const dc_mesh_plan *p) {
+static int first_missing(const dc_engine *t, const dc_engine_plan *p) {
   for (int q = 0; q < p->size; q++)
     for (int l = 0; dc_plan_accepts(p, q) && l < dc_plan_lanes(p); l++)
-      if (!dc_mesh_connected(t, q, l))
+      if (!dc_engine_connected(t, q, l))
         return q;
   return -1;
 }
 
 static dc_status timed_out(const acceptor *A, char *err, size_t errlen) {
-  const dc_mesh_plan *p = A->p;
+  const dc_engine_plan *p = A->p;
   int q = first_missing(A->t, p);
   snprintf(err, errlen,
            "rank %d timed out after %.0f s waiting for rank %d "
            "(%s) to connect: is rank %d running?%s%s%s",
-           p->rank, dc_mesh_timeout(A->t), q, dc_plan_addr(p, q, 0)->text, q,
+           p->rank, dc_engine_timeout(A->t), q, dc_plan_addr(p, q, 0)->text, q,
            A->refused[0] ? " (the last connection refused: " : "", A->refused,
            A->refused[0] ? ")" : "");
   return DC_ERR_TIMEOUT;
@@ -340,9 +340,9 @@ static void round_once(acceptor *A, double left) {
   expire(A);
 }
 
-dc_status dc_mesh_accept_all(dc_mesh *t, const dc_mesh_plan *p,
-                             const dc_auth *auth, double deadline, char *err,
-                             size_t errlen) {
+dc_status dc_engine_accept_all(dc_engine *t, const dc_engine_plan *p,
+                               const dc_auth *auth, double deadline, char *err,
+                               size_t errlen) {
   /* at most LISTEN_MAX listeners: the hostfile's limit */
   acceptor A = {.t = t, .p = p, .auth = auth, .nl = dc_plan_nlisten(p)};
   for (int i = 0; i < PENDING_MAX; i++)

@@ -28,9 +28,9 @@ static dc_status hear(int fd, dc_hello *h, double deadline) {
 
 /* Whether the answer to our hello lets us in: refused (and why), someone
  * else's rank or job answering, or a rank that cannot prove the token. */
-static dc_status check_reply(const dc_mesh_plan *p, const dc_auth *auth, int q,
-                             const dc_addr *a, const dc_hello *r, char *err,
-                             size_t errlen) {
+static dc_status check_reply(const dc_engine_plan *p, const dc_auth *auth,
+                             int q, const dc_addr *a, const dc_hello *r,
+                             char *err, size_t errlen) {
   if (r->kind == DC_HELLO_REFUSED) {
     snprintf(err, errlen, "rank %d (%s) refused rank %d's connection: %s", q,
              a->text, p->rank, dc_hello_reason_text(r->reason));
@@ -68,7 +68,7 @@ static dc_status check_reply(const dc_mesh_plan *p, const dc_auth *auth, int q,
 /* Check the acceptor's proof, then send ours (after, so that a stranger
  * listening on a peer's address learns nothing it could use). With
  * DISTCOMM_SECURE, *seal gets the connection's frame keys. */
-static dc_status prove(int fd, const dc_mesh_plan *p, const dc_auth *auth,
+static dc_status prove(int fd, const dc_engine_plan *p, const dc_auth *auth,
                        int q, int lane, const dc_hello *mine,
                        const dc_hello *reply, double deadline, dc_seal **seal) {
   dc_auth_bind b = {.job = p->job,
@@ -98,11 +98,11 @@ static dc_status prove(int fd, const dc_mesh_plan *p, const dc_auth *auth,
 }
 
 /* Hello, answer, proofs on a connected socket. */
-static dc_status handshake(int fd, const dc_mesh_plan *p, const dc_auth *auth,
+static dc_status handshake(int fd, const dc_engine_plan *p, const dc_auth *auth,
                            int q, int lane, double deadline, dc_hello *reply,
                            dc_seal **seal, char *err, size_t errlen) {
   const dc_addr *a = dc_plan_addr(p, q, lane);
-  dc_hello mine = dc_mesh_hello(p, auth, DC_HELLO, lane);
+  dc_hello mine = dc_engine_hello(p, auth, DC_HELLO, lane);
   dc_status st = say(fd, &mine, deadline);
   if (st == DC_OK)
     st = hear(fd, reply, deadline);
@@ -139,7 +139,7 @@ static dc_status handshake(int fd, const dc_mesh_plan *p, const dc_auth *auth,
  * first: less than half the CPU of a TCP connection (bench/many-ranks.md),
  * and the peer's pid comes with it (setup_shm.c). Where nobody listens
  * there, the TCP address (dc_sock_connect_via). */
-static dc_status dial(dc_mesh *t, const dc_mesh_plan *p, int q, int lane,
+static dc_status dial(dc_engine *t, const dc_engine_plan *p, int q, int lane,
                       double deadline, int *fd, int *unix_sock, char *err,
                       size_t errlen) {
   const dc_addr *a = dc_plan_addr(p, q, lane);
@@ -156,7 +156,7 @@ static dc_status dial(dc_mesh *t, const dc_mesh_plan *p, int q, int lane,
     snprintf(err, errlen,
              "rank %d could not connect to rank %d (%s) before "
              "the timeout (%.0f s): is rank %d running?%s",
-             p->rank, q, a->text, dc_mesh_timeout(t), q,
+             p->rank, q, a->text, dc_engine_timeout(t), q,
              far ? " (if only ring neighbours are linked, as on a ring of "
                    "direct cables, set DISTCOMM_RING_NEIGHBOURS=1)"
                  : "");
@@ -170,7 +170,7 @@ static dc_status dial(dc_mesh *t, const dc_mesh_plan *p, int q, int lane,
 #define DROP_RETRIES 4
 #define REDIAL_SECONDS 2.0
 
-static dc_status connect_one(dc_mesh *t, const dc_mesh_plan *p,
+static dc_status connect_one(dc_engine *t, const dc_engine_plan *p,
                              const dc_auth *auth, int q, int lane,
                              double deadline, char *err, size_t errlen) {
   const dc_addr *a = dc_plan_addr(p, q, lane);
@@ -190,10 +190,11 @@ static dc_status connect_one(dc_mesh *t, const dc_mesh_plan *p,
     double redial = dc_now() + REDIAL_SECONDS;
     if (st != DC_ERR_PEER_LOST || tries > DROP_RETRIES || redial > deadline)
       return st;
-    dc_mesh_log(t,
-                "rank %d (%s) dropped connection %d before answering: dialing "
-                "again",
-                q, a->text, lane);
+    dc_engine_log(
+        t,
+        "rank %d (%s) dropped connection %d before answering: dialing "
+        "again",
+        q, a->text, lane);
     char again[256];
     if (dial(t, p, q, lane, redial, &fd, &unix_sock, again, sizeof again) !=
         DC_OK)
@@ -201,17 +202,17 @@ static dc_status connect_one(dc_mesh *t, const dc_mesh_plan *p,
   }
   if (reply.host != p->host)
     dc_sock_keepalive(fd);
-  dc_mesh_attach(t, q, lane, fd, unix_sock, reply.host, a->text);
-  dc_mesh_seal(t, q, lane, seal);
-  dc_mesh_log(t, "connected to rank %d lane %d at %s%s%s", q, lane, a->text,
-              unix_sock ? " by its Unix socket" : "",
-              auth->secure ? " (job token proven, frames authenticated)"
-              : auth->on   ? " (job token proven)"
-                           : "");
+  dc_engine_attach(t, q, lane, fd, unix_sock, reply.host, a->text);
+  dc_engine_seal(t, q, lane, seal);
+  dc_engine_log(t, "connected to rank %d lane %d at %s%s%s", q, lane, a->text,
+                unix_sock ? " by its Unix socket" : "",
+                auth->secure ? " (job token proven, frames authenticated)"
+                : auth->on   ? " (job token proven)"
+                             : "");
   return DC_OK;
 }
 
-static dc_status connect_all(dc_mesh *t, const dc_mesh_plan *p,
+static dc_status connect_all(dc_engine *t, const dc_engine_plan *p,
                              const dc_auth *auth, double deadline, char *err,
                              size_t errlen) {
   for (int q = 0; q < p->size; q++)
@@ -223,18 +224,18 @@ static dc_status connect_all(dc_mesh *t, const dc_mesh_plan *p,
   return DC_OK;
 }
 
-static dc_status connect_and_accept(dc_mesh *t, const dc_mesh_plan *p,
+static dc_status connect_and_accept(dc_engine *t, const dc_engine_plan *p,
                                     const dc_auth *auth, char *err,
                                     size_t errlen) {
-  double deadline = dc_now() + dc_mesh_timeout(t);
+  double deadline = dc_now() + dc_engine_timeout(t);
   int accept_first = dc_plan_neighbours_only(p) && p->rank < p->size - 1;
   dc_status st = accept_first
-                     ? dc_mesh_accept_all(t, p, auth, deadline, err, errlen)
+                     ? dc_engine_accept_all(t, p, auth, deadline, err, errlen)
                      : connect_all(t, p, auth, deadline, err, errlen);
   if (st != DC_OK)
     return st;
   return accept_first ? connect_all(t, p, auth, deadline, err, errlen)
-                      : dc_mesh_accept_all(t, p, auth, deadline, err, errlen);
+                      : dc_engine_accept_all(t, p, auth, deadline, err, errlen);
 }
 
 /* Connect a group's mesh (dial.c, accept.c, setup_shm.c): dial the ranks
@@ -243,7 +244,7 @@ static dc_status connect_and_accept(dc_mesh *t, const dc_mesh_plan *p,
  * same-host peers shared-memory pipes and single copy (unless
  * DISTCOMM_SHM=0; a pair that cannot map them keeps TCP). Fills t's
  * connections. On failure err says why. */
-static dc_status mesh_connect(dc_mesh *t, const dc_mesh_plan *p, char *err,
+static dc_status mesh_connect(dc_engine *t, const dc_engine_plan *p, char *err,
                               size_t errlen) {
   dc_auth auth; /* read for every group: split groups prove it too */
   err[0] = '\0';
@@ -254,12 +255,12 @@ static dc_status mesh_connect(dc_mesh *t, const dc_mesh_plan *p, char *err,
   dc_auth_clear(&auth);
   /* its failures go through the hooks (the owner keeps the text), err
    * stays empty for them */
-  return st == DC_OK ? dc_mesh_setup_shm(t, p) : st;
+  return st == DC_OK ? dc_engine_setup_shm(t, p) : st;
 }
 
-dc_status dc_mesh_open(const dc_mesh_hooks *h, const dc_mesh_plan *p,
-                       dc_mesh **out, char *err, size_t errlen) {
-  dc_mesh *t = dc_mesh_new(h, p->rank, p->size, dc_plan_lanes(p));
+dc_status dc_engine_open(const dc_engine_hooks *h, const dc_engine_plan *p,
+                         dc_engine **out, char *err, size_t errlen) {
+  dc_engine *t = dc_engine_new(h, p->rank, p->size, dc_plan_lanes(p));
   *out = t;
   if (!t) {
     snprintf(err, errlen, "out of memory");
@@ -268,7 +269,7 @@ dc_status dc_mesh_open(const dc_mesh_hooks *h, const dc_mesh_plan *p,
   dc_status st = p->size > 1 ? mesh_connect(t, p, err, errlen) : DC_OK;
   if (st != DC_OK) {
     *out = NULL;
-    dc_mesh_free(t);
+    dc_engine_free(t);
   }
   return st;
 }

@@ -13,8 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "algo/tune.h"
-#include "core/group.h"     /* dc_now */
+#include "base/clock.h"
 #include "transport/auth.h" /* dc_seal: DISTCOMM_SECURE */
 #include "transport/engine.h"
 #include "transport/frame.h"
@@ -35,8 +34,9 @@
  * costs a syscall per look, and nothing when nobody else wants the core. */
 #define YIELD_SECONDS 10e-3
 
-dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
-  dc_mesh *t = calloc(1, sizeof *t);
+dc_engine *dc_engine_new(const dc_engine_hooks *h, int rank, int size,
+                         int lanes) {
+  dc_engine *t = calloc(1, sizeof *t);
   if (!t)
     return NULL;
   t->hooks = *h;
@@ -47,7 +47,7 @@ dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
   t->p2p_tx = calloc((size_t)size, sizeof *t->p2p_tx);
   t->p2p_rx = calloc((size_t)size, sizeof *t->p2p_rx);
   if (!t->conns || !t->p2p_tx || !t->p2p_rx) {
-    dc_mesh_free(t);
+    dc_engine_free(t);
     return NULL;
   }
   for (int i = 0; i < size * lanes; i++) {
@@ -61,7 +61,7 @@ dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
   return t;
 }
 
-void dc_mesh_free(dc_mesh *t) {
+void dc_engine_free(dc_engine *t) {
   if (!t)
     return;
   for (int i = 0; t->conns && i < t->size * t->lanes; i++) {
@@ -73,19 +73,18 @@ void dc_mesh_free(dc_mesh *t) {
   for (int i = 0; i < t->nsegs; i++)
     dc_shm_close(&t->segs[i]);
   free(t->segs);
-  free(t->tune);
   free(t->conns);
   free(t->p2p_tx);
   free(t->p2p_rx);
   free(t);
 }
 
-int dc_mesh_connected(const dc_mesh *t, int peer, int lane) {
+int dc_engine_connected(const dc_engine *t, int peer, int lane) {
   return t->conns[peer * t->lanes + lane].fd >= 0;
 }
 
-void dc_mesh_attach(dc_mesh *t, int peer, int lane, int fd, int unix_sock,
-                    uint64_t host, const char *addr) {
+void dc_engine_attach(dc_engine *t, int peer, int lane, int fd, int unix_sock,
+                      uint64_t host, const char *addr) {
   dc_conn *k = &t->conns[peer * t->lanes + lane];
   k->fd = fd;
   k->unix_sock = unix_sock;
@@ -93,58 +92,48 @@ void dc_mesh_attach(dc_mesh *t, int peer, int lane, int fd, int unix_sock,
   snprintf(k->addr, sizeof k->addr, "%s", addr);
 }
 
-void dc_mesh_seal(dc_mesh *t, int peer, int lane, dc_seal *seal) {
+void dc_engine_seal(dc_engine *t, int peer, int lane, dc_seal *seal) {
   dc_conn *k = &t->conns[peer * t->lanes + lane];
   dc_seal_free(k->seal);
   k->seal = seal;
 }
 
-uint64_t dc_mesh_peer_host(const dc_mesh *t, int peer) {
+uint64_t dc_engine_peer_host(const dc_engine *t, int peer) {
   return t->conns[peer * t->lanes].host;
 }
 
-dc_shm_seg *dc_mesh_new_segs(dc_mesh *t, int n) {
+dc_shm_seg *dc_engine_new_segs(dc_engine *t, int n) {
   t->segs = calloc((size_t)n, sizeof *t->segs);
   t->nsegs = t->segs ? n : 0;
   return t->segs;
 }
 
-void dc_mesh_wire_pipes(dc_mesh *t, int peer, int lane, dc_pipe *tx,
-                        size_t tx_cap, dc_pipe *rx, size_t rx_cap) {
+void dc_engine_wire_pipes(dc_engine *t, int peer, int lane, dc_pipe *tx,
+                          size_t tx_cap, dc_pipe *rx, size_t rx_cap) {
   dc_conn *k = &t->conns[peer * t->lanes + lane];
   k->tx = tx;
   k->rx = rx;
   k->tx_cap = tx_cap;
   k->rx_cap = rx_cap;
   k->link = &dc_link_pipe;
-  dc_mesh_seal(t, peer, lane, NULL); /* shared memory: not authenticated */
+  dc_engine_seal(t, peer, lane, NULL); /* shared memory: not authenticated */
 }
 
-void dc_mesh_set_pid(dc_mesh *t, int peer, int pid) {
+void dc_engine_set_pid(dc_engine *t, int peer, int pid) {
   for (int l = 0; l < t->lanes; l++)
     t->conns[peer * t->lanes + l].pid = pid;
 }
 
-/* Every rank of a one-host group keeps a tuner, also one that cannot
- * pull: the tuner's schedule says which calls vote (algo/tune.h), so all
- * ranks must run it alike; this one's votes are always the pipes. forced
- * is alike on every rank too (setup_shm.c), whether it can pull or not.
- * Without memory for it set-up fails here: a rank without a tuner would
- * vote on every call while the others keep the schedule. */
-dc_status dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced) {
+/* forced is alike on every rank (setup_shm.c), whether it can pull or
+ * not: the owner's tuner reads it (backends/native/build.c). */
+void dc_engine_set_pull(dc_engine *t, int one_host, int pull_ok, int forced) {
   t->one_host = one_host;
   t->pull_ok = pull_ok;
-  if (!one_host)
-    return DC_OK;
-  if ((t->tune = calloc(1, sizeof *t->tune)) == NULL)
-    return dc_mesh_fail(t, DC_ERR_NOMEM,
-                        "no memory for the single-copy tuner at set-up");
-  t->tune->mode = forced ? DC_TUNE_PULL : DC_TUNE_AUTO;
-  return DC_OK;
+  t->pull_forced = one_host && forced;
 }
 
-void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,
-                   dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq) {
+void dc_engine_begin(dc_engine *t, dc_comm *c, uint8_t opcode, size_t count,
+                     dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq) {
   memset(c, 0, sizeof *c);
   c->rank = t->rank;
   c->size = t->size;
@@ -156,10 +145,9 @@ void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,
   c->aux = aux;
   c->seq = seq;
   c->total_bytes = count * dc_dtype_size(dtype);
-  c->run = dc_mesh_run;
-  c->pull = t->one_host ? dc_mesh_pull : NULL;
+  c->run = dc_engine_run;
+  c->pull = t->one_host ? dc_engine_pull : NULL;
   c->pull_ok = t->pull_ok;
-  c->tune = t->tune;
   c->ctx = t;
   for (int i = 0; i < t->size * t->lanes; i++)
     t->conns[i].op_rx = 0;
@@ -170,7 +158,7 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 /* ---- errors ------------------------------------------------------------ */
 
 /* The owner records the failure (and poisons itself); we return st. */
-dc_status dc_mesh_fail(dc_mesh *t, dc_status st, const char *fmt, ...) {
+dc_status dc_engine_fail(dc_engine *t, dc_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   st = t->hooks.fail(t->hooks.arg, st, fmt, ap);
@@ -178,7 +166,7 @@ dc_status dc_mesh_fail(dc_mesh *t, dc_status st, const char *fmt, ...) {
   return st;
 }
 
-void dc_mesh_log(dc_mesh *t, const char *fmt, ...) {
+void dc_engine_log(dc_engine *t, const char *fmt, ...) {
   if (!t->hooks.log)
     return;
   va_list ap;
@@ -187,24 +175,24 @@ void dc_mesh_log(dc_mesh *t, const char *fmt, ...) {
   va_end(ap);
 }
 
-double dc_mesh_timeout(const dc_mesh *t) {
+double dc_engine_timeout(const dc_engine *t) {
   return t->hooks.timeout(t->hooks.arg);
 }
 
-static dc_status lost(dc_mesh *t, const dc_comm *c, dc_conn *k, int err) {
-  return dc_mesh_fail(t, DC_ERR_PEER_LOST,
-                      "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
-                      k->addr, err ? ": " : " ",
-                      err ? strerror(err) : "closed the connection",
-                      mib(k->op_rx), mib(c->total_bytes));
+static dc_status lost(dc_engine *t, const dc_comm *c, dc_conn *k, int err) {
+  return dc_engine_fail(t, DC_ERR_PEER_LOST,
+                        "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
+                        k->addr, err ? ": " : " ",
+                        err ? strerror(err) : "closed the connection",
+                        mib(k->op_rx), mib(c->total_bytes));
 }
 
 /* The peer failed first and told us why: adopt its status. The first
  * got bytes of its text may already have been read (into *early). On a
  * sealed connection the frame (its header hdr) must carry its tag. */
-dc_status dc_mesh_read_abort(dc_mesh *t, dc_conn *k, const dc_frame *f,
-                             const unsigned char *hdr, const void *early,
-                             size_t got) {
+dc_status dc_engine_read_abort(dc_engine *t, dc_conn *k, const dc_frame *f,
+                               const unsigned char *hdr, const void *early,
+                               size_t got) {
   char text[DC_ABORT_TEXT_MAX + 1] = "";
   size_t n = f->len < DC_ABORT_TEXT_MAX ? f->len : DC_ABORT_TEXT_MAX;
   got = got < n ? got : n;
@@ -218,7 +206,7 @@ dc_status dc_mesh_read_abort(dc_mesh *t, dc_conn *k, const dc_frame *f,
     if (f->len != n ||
         dc_sock_read_all(k->fd, tag, sizeof tag, dc_now() + 1.0) != DC_OK ||
         !dc_seal_check(k->seal, tag))
-      return dc_mesh_fail(
+      return dc_engine_fail(
           t, DC_ERR_AUTH,
           "rank %d (%s) sent an abort frame whose MAC does not match "
           "(DISTCOMM_SECURE): altered on the way, or not from rank "
@@ -230,30 +218,33 @@ dc_status dc_mesh_read_abort(dc_mesh *t, dc_conn *k, const dc_frame *f,
   dc_status st = (dc_status)(int32_t)f->aux;
   if (st >= 0 || st < DC_ERR_ABORTED)
     st = DC_ERR_PEER_LOST;
-  return dc_mesh_fail(t, st, "rank %d (%s) failed: %s", k->peer, k->addr, safe);
+  return dc_engine_fail(t, st, "rank %d (%s) failed: %s", k->peer, k->addr,
+                        safe);
 }
 
-dc_status dc_mesh_check_header(dc_mesh *t, dc_comm *c, dc_xstep *s) {
+dc_status dc_engine_check_header(dc_engine *t, dc_comm *c, dc_xstep *s) {
   dc_frame got, want = dc_frame_of(c, s->x->len);
   dc_conn *k = s->conn;
   if (dc_frame_decode(s->hdr, &got) != DC_OK)
-    return dc_mesh_fail(t, DC_ERR_MISMATCH,
-                        "rank %d (%s) sent bytes that are not a distcomm frame "
-                        "(the ranks are out of step)",
-                        k->peer, k->addr);
+    return dc_engine_fail(
+        t, DC_ERR_MISMATCH,
+        "rank %d (%s) sent bytes that are not a distcomm frame "
+        "(the ranks are out of step)",
+        k->peer, k->addr);
   if (got.kind == DC_FRAME_ABORT) /* its text may have come with the header */
-    return dc_mesh_read_abort(t, k, &got, s->hdr, s->x->buf, s->done);
+    return dc_engine_read_abort(t, k, &got, s->hdr, s->x->buf, s->done);
   char diff[256];
   dc_frame_diff(&want, &got, diff, sizeof diff);
   if (diff[0])
-    return dc_mesh_fail(t, DC_ERR_MISMATCH, "rank %d (%s) disagrees: %s",
-                        k->peer, k->addr, diff);
+    return dc_engine_fail(t, DC_ERR_MISMATCH, "rank %d (%s) disagrees: %s",
+                          k->peer, k->addr, diff);
   return DC_OK;
 }
 
 /* ---- the batch loop ---------------------------------------------------- */
 
-static dc_status setup(dc_mesh *t, dc_comm *c, dc_xfer *x, int n, dc_xstep *s) {
+static dc_status setup(dc_engine *t, dc_comm *c, dc_xfer *x, int n,
+                       dc_xstep *s) {
   for (int i = 0; i < n; i++) {
     dc_conn *k = &t->conns[x[i].peer * t->lanes + x[i].lane];
     s[i] = (dc_xstep){.x = &x[i],
@@ -261,10 +252,10 @@ static dc_status setup(dc_mesh *t, dc_comm *c, dc_xfer *x, int n, dc_xstep *s) {
                       .prev = -1,
                       .tag_len = k->seal ? DC_SEAL_TAG_BYTES : 0};
     if (k->fd < 0)
-      return dc_mesh_fail(t, DC_ERR_INVALID, "no connection to rank %d",
-                          x[i].peer);
+      return dc_engine_fail(t, DC_ERR_INVALID, "no connection to rank %d",
+                            x[i].peer);
     if (x[i].reduce && !k->window && !(k->window = malloc(DC_LINK_WINDOW)))
-      return dc_mesh_fail(t, DC_ERR_NOMEM, "no memory for a receive window");
+      return dc_engine_fail(t, DC_ERR_NOMEM, "no memory for a receive window");
     for (int j = i - 1; j >= 0 && s[i].prev < 0; j--)
       if (s[j].conn == k && x[j].is_send == x[i].is_send)
         s[i].prev = j;
@@ -282,7 +273,7 @@ static int active(const dc_xstep *s, int i) {
 }
 
 /* One pass over the active transfers; *moved tells if any byte moved. */
-static dc_status pass(dc_mesh *t, dc_comm *c, dc_xstep *s, int n, int *moved,
+static dc_status pass(dc_engine *t, dc_comm *c, dc_xstep *s, int n, int *moved,
                       int *left) {
   *moved = 0;
   *left = 0;
@@ -304,40 +295,41 @@ static dc_status pass(dc_mesh *t, dc_comm *c, dc_xstep *s, int n, int *moved,
   return DC_OK;
 }
 
-static dc_status timed_out(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
+static dc_status timed_out(dc_engine *t, dc_comm *c, dc_xstep *s, int n) {
   for (int i = 0; i < n; i++)
     if (active(s, i))
-      return dc_mesh_fail(
+      return dc_engine_fail(
           t, DC_ERR_TIMEOUT,
           "no progress for %.0f s waiting for rank %d (%s) to %s "
           "(%.1f MiB of %.1f MiB received from it)",
-          dc_mesh_timeout(t), s[i].conn->peer, s[i].conn->addr,
+          dc_engine_timeout(t), s[i].conn->peer, s[i].conn->addr,
           s[i].x->is_send ? "take our data" : "send", mib(s[i].conn->op_rx),
           mib(c->total_bytes));
-  return dc_mesh_fail(t, DC_ERR_TIMEOUT, "no progress");
+  return dc_engine_fail(t, DC_ERR_TIMEOUT, "no progress");
 }
 
 /* Nothing moved: a link may see a frame that only a peer running another
  * op would send (shared-memory pipes: the two ends chose different sizes);
  * decode it to say how the ops differ. */
-static dc_status crossed(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
+static dc_status crossed(dc_engine *t, dc_comm *c, dc_xstep *s, int n) {
   for (int i = 0; i < n; i++) {
     dc_conn *k = s[i].conn;
     if (!active(s, i) || s[i].x->is_send || !k->link->crossed ||
         s[i].hdr_done || !k->link->crossed(&s[i]))
       continue;
-    dc_status st = dc_mesh_check_header(t, c, &s[i]);
-    return st != DC_OK ? st
-                       : dc_mesh_fail(t, DC_ERR_MISMATCH,
-                                      "rank %d (%s) sent a frame out of order",
-                                      k->peer, k->addr);
+    dc_status st = dc_engine_check_header(t, c, &s[i]);
+    return st != DC_OK
+               ? st
+               : dc_engine_fail(t, DC_ERR_MISMATCH,
+                                "rank %d (%s) sent a frame out of order",
+                                k->peer, k->addr);
   }
   return DC_OK;
 }
 
 /* The control socket of a link whose data goes elsewhere (a pipe) carries
  * nothing but an abort frame or its end: either way the wait is over. */
-static dc_status check_control(dc_mesh *t, dc_comm *c, dc_conn *k) {
+static dc_status check_control(dc_engine *t, dc_comm *c, dc_conn *k) {
   unsigned char h[DC_FRAME_BYTES];
   dc_status st = dc_sock_read_all(k->fd, h, sizeof h, dc_now() + 1.0);
   if (st == DC_ERR_PEER_LOST)
@@ -345,11 +337,11 @@ static dc_status check_control(dc_mesh *t, dc_comm *c, dc_conn *k) {
   dc_frame f;
   if (st != DC_OK || dc_frame_decode(h, &f) != DC_OK ||
       f.kind != DC_FRAME_ABORT)
-    return dc_mesh_fail(t, DC_ERR_MISMATCH,
-                        "rank %d (%s) sent unexpected bytes on its control "
-                        "connection",
-                        k->peer, k->addr);
-  return dc_mesh_read_abort(t, k, &f, h, NULL, 0);
+    return dc_engine_fail(t, DC_ERR_MISMATCH,
+                          "rank %d (%s) sent unexpected bytes on its control "
+                          "connection",
+                          k->peer, k->addr);
+  return dc_engine_read_abort(t, k, &f, h, NULL, 0);
 }
 
 /* Sleep until a socket is ready, or for *backoff_us when a link whose data
@@ -402,7 +394,7 @@ static int on_pipes(dc_xstep *s, int n) {
   return 0;
 }
 
-static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
+static dc_status run_batch(dc_engine *t, dc_comm *c, dc_xstep *s, int n) {
   int moved, left;
   dc_status st = pass(t, c, s, n, &moved, &left);
   if (st != DC_OK || left == 0) /* tiny ops are often done at once */
@@ -426,7 +418,7 @@ static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
     }
     if (spoke) /* and the pipe has nothing more */
       return check_control(t, c, spoke);
-    if (now - last > dc_mesh_timeout(t))
+    if (now - last > dc_engine_timeout(t))
       return timed_out(t, c, s, n);
     if (now < spin_until)
       continue;
@@ -436,21 +428,22 @@ static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
     }
     if ((st = crossed(t, c, s, n)) != DC_OK)
       return st;
-    spoke = wait_ready(s, n, dc_mesh_timeout(t) - (now - last), &backoff);
+    spoke = wait_ready(s, n, dc_engine_timeout(t) - (now - last), &backoff);
     if (t->hooks.interrupt && now - asked >= 0.05) { /* cheap, not free */
       asked = now;
       if (t->hooks.interrupt(t->hooks.arg))
-        return dc_mesh_fail(t, DC_ERR_INTERRUPTED, "interrupted while waiting");
+        return dc_engine_fail(t, DC_ERR_INTERRUPTED,
+                              "interrupted while waiting");
     }
   }
 }
 
-dc_status dc_mesh_run(dc_comm *c, dc_xfer *x, int n) {
-  dc_mesh *t = c->ctx;
+dc_status dc_engine_run(dc_comm *c, dc_xfer *x, int n) {
+  dc_engine *t = c->ctx;
   dc_xstep local[64];
   dc_xstep *s = n <= 64 ? local : malloc(sizeof *s * (size_t)n);
   if (!s)
-    return dc_mesh_fail(t, DC_ERR_NOMEM, "no memory for %d transfers", n);
+    return dc_engine_fail(t, DC_ERR_NOMEM, "no memory for %d transfers", n);
   dc_status st = setup(t, c, x, n, s);
   if (st == DC_OK)
     st = run_batch(t, c, s, n);
@@ -461,21 +454,21 @@ dc_status dc_mesh_run(dc_comm *c, dc_xfer *x, int n) {
 
 /* Set-up proved that the peer's memory is readable; a failure now means
  * that the peer is gone (or the ranks are out of step). */
-dc_status dc_mesh_pull(dc_comm *c, int peer, void *dst, uint64_t src,
-                       size_t len) {
-  dc_mesh *t = c->ctx;
+dc_status dc_engine_pull(dc_comm *c, int peer, void *dst, uint64_t src,
+                         size_t len) {
+  dc_engine *t = c->ctx;
   dc_conn *k = &t->conns[peer * t->lanes];
   while (len > 0) {
     ssize_t n = dc_cma_read(k->pid, dst, src, len);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      return dc_mesh_fail(t, DC_ERR_PEER_LOST,
-                          "rank %d (%s): reading its buffer failed "
-                          "(process_vm_readv: %s) after %.1f MiB of %.1f MiB",
-                          peer, k->addr,
-                          n < 0 ? strerror(errno) : "nothing read",
-                          mib(k->op_rx), mib(c->total_bytes));
+      return dc_engine_fail(t, DC_ERR_PEER_LOST,
+                            "rank %d (%s): reading its buffer failed "
+                            "(process_vm_readv: %s) after %.1f MiB of %.1f MiB",
+                            peer, k->addr,
+                            n < 0 ? strerror(errno) : "nothing read",
+                            mib(k->op_rx), mib(c->total_bytes));
     k->op_rx += (uint64_t)n;
     dst = (char *)dst + n;
     src += (uint64_t)n;
@@ -490,7 +483,7 @@ dc_status dc_mesh_pull(dc_comm *c, int peer, void *dst, uint64_t src,
  * our close() does not reset the connection and destroy the abort frame we
  * sent before the peer has read it. Bounded: a peer that keeps sending past
  * the deadline gets the reset. */
-static void drain(dc_mesh *t, double deadline) {
+static void drain(dc_engine *t, double deadline) {
   char sink[4096]; /* per call: groups drain from their own threads */
   int open = 1;
   while (open && dc_now() < deadline) {
@@ -510,7 +503,7 @@ static void drain(dc_mesh *t, double deadline) {
   }
 }
 
-void dc_mesh_poison(dc_mesh *t, dc_status st, const char *why) {
+void dc_engine_poison(dc_engine *t, dc_status st, const char *why) {
   double deadline = dc_now() + 0.2;
   size_t len = strlen(why);
   if (len > DC_ABORT_TEXT_MAX)

@@ -5,12 +5,12 @@
  * timeout. One engine per group; used by one thread at a time. It knows
  * no dc_group: failures, the timeout and interrupts go through hooks.
  *
- * The face, for an owner (backends/ring's ring_build): a dc_mesh is one
+ * The face, for an owner (backends/native's ring_build): a dc_engine is one
  * group's connections and their engine.
- *   dc_mesh_open   from a plan (transport/mesh.h): allocate and connect;
- *   dc_mesh_begin  + comm.run (dc_mesh_run): one op's batches of transfers;
- *   dc_mesh_poison after a failure: abort frames to the peers, shut down;
- *   dc_mesh_free   close every connection.
+ *   dc_engine_open   from a plan (transport/mesh.h): allocate and connect;
+ *   dc_engine_begin  + comm.run (dc_engine_run): one op's batches of transfers;
+ *   dc_engine_poison after a failure: abort frames to the peers, shut down;
+ *   dc_engine_free   close every connection.
  * The rest of this header is for set-up (dial.c, accept.c, setup_shm.c)
  * and the links (link.h). */
 #ifndef DC_TRANSPORT_ENGINE_H
@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "algo/algo.h"
 #include "distcomm.h"
-#include "transport/mesh.h" /* dc_mesh_hooks */
+#include "transport/mesh.h" /* dc_engine_hooks */
+#include "transport/xfer.h" /* dc_xfer, dc_comm */
 
 typedef struct dc_conn {
   /* How its bytes move (transport/link.h): dc_link_sock, or dc_link_pipe
@@ -48,76 +48,77 @@ typedef struct dc_conn {
                                  carry a MAC (transport/auth.h); else NULL */
 } dc_conn;
 
-typedef struct dc_mesh {
-  dc_mesh_hooks hooks; /* to the owner (the group): fail, timeout, ... */
+typedef struct dc_engine {
+  dc_engine_hooks hooks; /* to the owner (the group): fail, timeout, ... */
   int rank, size, lanes;
   dc_conn *conns;            /* conns[peer * lanes + lane] */
   uint32_t *p2p_tx, *p2p_rx; /* send/recv counters per peer */
   int spin;                  /* busy-poll briefly before sleeping in poll() */
   struct dc_shm_seg *segs;   /* shared memory mapped for this group */
   int nsegs;
-  int one_host;         /* every rank of the group is on this host */
-  int pull_ok;          /* every peer's memory is readable (single copy) */
-  struct dc_tune *tune; /* single copy or pipes, when one_host (owned) */
-} dc_mesh;
+  int one_host;    /* every rank of the group is on this host */
+  int pull_ok;     /* every peer's memory is readable (single copy) */
+  int pull_forced; /* DISTCOMM_CMA=1 on every rank: no measuring */
+} dc_engine;
 
-/* Open a group's mesh: dc_mesh_new with the plan's rank, size and lanes,
+/* Open a group's mesh: dc_engine_new with the plan's rank, size and lanes,
  * then connect it (dial.c; nothing to connect for one rank). *out is set
  * before connecting, so that an owner whose hooks.fail poisons the mesh
  * (the group: ring_poison reads *out) reaches the peers already connected;
  * on failure the mesh is freed, *out is NULL and err says why (empty when
  * the detail went through hooks.fail). "out of memory" gives DC_ERR_NOMEM. */
-dc_status dc_mesh_open(const dc_mesh_hooks *h, const dc_mesh_plan *p,
-                       dc_mesh **out, char *err, size_t errlen);
+dc_status dc_engine_open(const dc_engine_hooks *h, const dc_engine_plan *p,
+                         dc_engine **out, char *err, size_t errlen);
 /* Allocate an engine for size ranks x lanes connections (all fd = -1). */
-dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes);
+dc_engine *dc_engine_new(const dc_engine_hooks *h, int rank, int size,
+                         int lanes);
 /* Close every connection and free. */
-void dc_mesh_free(dc_mesh *t);
+void dc_engine_free(dc_engine *t);
 
 /* To the owner, through the hooks: a failure (formatted; returns st), a
  * log line (when verbose), the timeout now. Set-up uses them too. */
-dc_status dc_mesh_fail(dc_mesh *t, dc_status st, const char *fmt, ...)
+dc_status dc_engine_fail(dc_engine *t, dc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void dc_mesh_log(dc_mesh *t, const char *fmt, ...)
+void dc_engine_log(dc_engine *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-double dc_mesh_timeout(const dc_mesh *t);
+double dc_engine_timeout(const dc_engine *t);
 
 /* Set-up fills the engine's connections through these, never through
  * the fields: the engine owns its conns, segments and tune. */
-int dc_mesh_connected(const dc_mesh *t, int peer, int lane);
-void dc_mesh_attach(dc_mesh *t, int peer, int lane, int fd, int unix_sock,
-                    uint64_t host, const char *addr);
-uint64_t dc_mesh_peer_host(const dc_mesh *t, int peer);
+int dc_engine_connected(const dc_engine *t, int peer, int lane);
+void dc_engine_attach(dc_engine *t, int peer, int lane, int fd, int unix_sock,
+                      uint64_t host, const char *addr);
+uint64_t dc_engine_peer_host(const dc_engine *t, int peer);
 /* The connection's frame keys (DISTCOMM_SECURE), owned from now on; NULL
  * for none. Every frame on it then ends in a tag, checked before the op
  * returns. A connection later wired to pipes drops its seal: same-host
  * shared memory is not authenticated. */
-void dc_mesh_seal(dc_mesh *t, int peer, int lane, struct dc_seal *seal);
-/* n zeroed slots for shared-memory segments (unmapped by dc_mesh_free);
+void dc_engine_seal(dc_engine *t, int peer, int lane, struct dc_seal *seal);
+/* n zeroed slots for shared-memory segments (unmapped by dc_engine_free);
  * NULL when out of memory. */
-struct dc_shm_seg *dc_mesh_new_segs(dc_mesh *t, int n);
+struct dc_shm_seg *dc_engine_new_segs(dc_engine *t, int n);
 /* The connection's link becomes a pipe link (dc_link_pipe): its bytes go
  * through tx and rx (of tx_cap and rx_cap bytes) from now on, its socket
  * stays the control path. */
-void dc_mesh_wire_pipes(dc_mesh *t, int peer, int lane, struct dc_pipe *tx,
-                        size_t tx_cap, struct dc_pipe *rx, size_t rx_cap);
-void dc_mesh_set_pid(dc_mesh *t, int peer, int pid);
+void dc_engine_wire_pipes(dc_engine *t, int peer, int lane, struct dc_pipe *tx,
+                          size_t tx_cap, struct dc_pipe *rx, size_t rx_cap);
+void dc_engine_set_pid(dc_engine *t, int peer, int pid);
 /* Single copy: offered (pull) when one_host, used when pull_ok; forced
- * (set so on every rank) skips the choice between single copy and pipes
- * (algo/tune.h). DC_ERR_NOMEM when the tuner cannot be allocated. */
-dc_status dc_mesh_set_pull(dc_mesh *t, int one_host, int pull_ok, int forced);
+ * (set so on every rank) tells the owner's tuner to skip the choice
+ * between single copy and pipes (algo/tune.h). */
+void dc_engine_set_pull(dc_engine *t, int one_host, int pull_ok, int forced);
 
-/* Prepare comm for one op: fills the frame fields and run = dc_mesh_run. */
-void dc_mesh_begin(dc_mesh *t, dc_comm *c, uint8_t opcode, size_t count,
-                   dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq);
+/* Prepare comm for one op: fills the frame fields and run = dc_engine_run. */
+void dc_engine_begin(dc_engine *t, dc_comm *c, uint8_t opcode, size_t count,
+                     dc_dtype dtype, dc_op op, uint32_t aux, uint32_t seq);
 
-dc_status dc_mesh_run(dc_comm *c, dc_xfer *x, int n);
+dc_status dc_engine_run(dc_comm *c, dc_xfer *x, int n);
 /* dc_comm.pull: process_vm_readv from a same-host peer. */
-dc_status dc_mesh_pull(dc_comm *c, int peer, void *dst, uint64_t src,
-                       size_t len);
+dc_status dc_engine_pull(dc_comm *c, int peer, void *dst, uint64_t src,
+                         size_t len);
 
 /* After a failure: tell every peer (an ABORT frame when the stream is at a
  * frame boundary) and shut our side, so nobody keeps waiting on this rank. */
-void dc_mesh_poison(dc_mesh *t, dc_status st, const char *why);
+void dc_engine_poison(dc_engine *t, dc_status st, const char *why);
 
 #endif

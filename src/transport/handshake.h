@@ -4,7 +4,7 @@
 #ifndef DC_TRANSPORT_HANDSHAKE_H
 #define DC_TRANSPORT_HANDSHAKE_H
 
-#include "core/group.h" /* dc_now */
+#include "base/clock.h"
 #include "transport/engine.h"
 #include "transport/mesh.h"
 #include "transport/auth.h"
@@ -13,8 +13,9 @@
 /* This rank's hello (or reply) of the given kind on a lane; a fresh nonce
  * and the token flag when the job has a token, the secure flag with
  * DISTCOMM_SECURE (both under the proofs and the session key). */
-static inline dc_hello dc_mesh_hello(const dc_mesh_plan *p, const dc_auth *auth,
-                                     uint32_t kind, int lane) {
+static inline dc_hello dc_engine_hello(const dc_engine_plan *p,
+                                       const dc_auth *auth, uint32_t kind,
+                                       int lane) {
   dc_hello h = {.kind = kind,
                 .version = DC_WIRE_VERSION,
                 .job = p->job,
@@ -32,14 +33,14 @@ static inline dc_hello dc_mesh_hello(const dc_mesh_plan *p, const dc_auth *auth,
 
 /* Same-host peers' shared-memory pipes and single copy, after connecting
  * (setup_shm.c). Failures go through the hooks. */
-dc_status dc_mesh_setup_shm(dc_mesh *t, const dc_mesh_plan *p);
+dc_status dc_engine_setup_shm(dc_engine *t, const dc_engine_plan *p);
 
 /* Accept every connection this rank expects (dc_plan_accepts), handshaking
- * several at once: a stranger is refused and logged (dc_mesh_log) and set-up
+ * several at once: a stranger is refused and logged (dc_engine_log) and set-up
  * goes on, on the listeners and their Unix twins. DC_ERR_TIMEOUT at
  * deadline, err naming the missing rank and the last refusal. */
-dc_status dc_mesh_accept_all(dc_mesh *t, const dc_mesh_plan *p,
-                             const dc_auth *auth, double deadline, char *err,
-                             size_t errlen);
+dc_status dc_engine_accept_all(dc_engine *t, const dc_engine_plan *p,
+                               const dc_auth *auth, double deadline, char *err,
+                               size_t errlen);
 
 #endif

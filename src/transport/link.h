@@ -1,7 +1,7 @@
 /* Links: how the bytes of one connection move. Each connection has a link
  * op table, chosen when the mesh is set up: dc_link_sock for every
- * connection (dc_mesh_new), dc_link_pipe once set-up gives a same-host peer
- * shared-memory pipes (dc_mesh_wire_pipes). The engine's loop (engine.c)
+ * connection (dc_engine_new), dc_link_pipe once set-up gives a same-host peer
+ * shared-memory pipes (dc_engine_wire_pipes). The engine's loop (engine.c)
  * calls through the table, one call per step of a transfer, and never asks
  * which kind it has. Every link keeps a socket to its peer: it is the data
  * path of a socket link and the control path (life, abort frames) of a
@@ -44,14 +44,14 @@ typedef struct dc_xstep {
 /* Steps return bytes moved (0: would block), -errno on an error, -1 when
  * the peer closed; the engine turns those into "rank N lost". A step sets
  * s->finished when the transfer is done. A recv step that finds a frame
- * header other than the expected one lets dc_mesh_check_header decode it
+ * header other than the expected one lets dc_engine_check_header decode it
  * (abort, mismatch) and stops with *st set. */
 typedef struct dc_link_ops {
   const char *name; /* "socket", "shm pipe": for logs */
   /* One step of sending s's frame (s->hdr, payload, tag when sealed). */
   ssize_t (*send)(dc_xstep *s);
   /* One step of receiving into s (copying or reducing as s->x says). */
-  ssize_t (*recv)(dc_mesh *t, dc_comm *c, dc_xstep *s, dc_status *st);
+  ssize_t (*recv)(dc_engine *t, dc_comm *c, dc_xstep *s, dc_status *st);
   /* Whether recv compares whole headers by bytes: the engine then encodes
    * the expected one into s->hdr when the batch is set up. */
   int (*wants_header)(size_t len, int reduce);
@@ -76,12 +76,12 @@ extern const dc_link_ops dc_link_pipe; /* transport/link_shm.c */
 /* Decode the header in s->hdr: an abort frame (its first s->done bytes of
  * text already in s->x->buf) adopts the peer's status, any other
  * difference from the expected frame is a mismatch; both fail the group. */
-dc_status dc_mesh_check_header(dc_mesh *t, dc_comm *c, dc_xstep *s);
+dc_status dc_engine_check_header(dc_engine *t, dc_comm *c, dc_xstep *s);
 /* The rest of an abort frame whose header (hdr, decoded into f) came
  * while something else was expected; got bytes of its text at early. */
-dc_status dc_mesh_read_abort(dc_mesh *t, dc_conn *k, const dc_frame *f,
-                             const unsigned char *hdr, const void *early,
-                             size_t got);
+dc_status dc_engine_read_abort(dc_engine *t, dc_conn *k, const dc_frame *f,
+                               const unsigned char *hdr, const void *early,
+                               size_t got);
 
 static inline dc_frame dc_frame_of(const dc_comm *c, size_t len) {
   dc_frame f = {.kind = DC_FRAME_DATA,
@@ -97,11 +97,11 @@ static inline dc_frame dc_frame_of(const dc_comm *c, size_t len) {
 
 /* A header that arrived whole at h: bytes equal to the one expected
  * (s->hdr, encoded at setup) need no decoding. Returns 1 when it is good. */
-static inline int dc_xstep_header_ok(dc_mesh *t, dc_comm *c, dc_xstep *s,
+static inline int dc_xstep_header_ok(dc_engine *t, dc_comm *c, dc_xstep *s,
                                      const unsigned char *h, dc_status *st) {
   if (memcmp(h, s->hdr, DC_FRAME_BYTES) != 0) {
     memcpy(s->hdr, h, DC_FRAME_BYTES);
-    *st = dc_mesh_check_header(t, c, s);
+    *st = dc_engine_check_header(t, c, s);
   }
   return *st == DC_OK;
 }

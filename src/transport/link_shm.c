@@ -102,7 +102,7 @@ static ssize_t pipe_payload(dc_comm *c, dc_xstep *s) {
 
 /* A small frame already whole in a pipe: header and payload in one go
  * (one look at the producer's head, one update of our tail). */
-static ssize_t small_from_pipe(dc_mesh *t, dc_comm *c, dc_xstep *s,
+static ssize_t small_from_pipe(dc_engine *t, dc_comm *c, dc_xstep *s,
                                dc_status *st) {
   const unsigned char *at;
   size_t want = DC_FRAME_BYTES + s->x->len;
@@ -120,7 +120,7 @@ static ssize_t small_from_pipe(dc_mesh *t, dc_comm *c, dc_xstep *s,
   return (ssize_t)want;
 }
 
-static ssize_t recv_mbox(dc_mesh *t, dc_comm *c, dc_xstep *s, dc_status *st) {
+static ssize_t recv_mbox(dc_engine *t, dc_comm *c, dc_xstep *s, dc_status *st) {
   dc_conn *k = s->conn;
   const dc_mbox_slot *m = dc_mbox_peek(k->rx, k->mb_got);
   if (!m)
@@ -139,7 +139,7 @@ static ssize_t recv_mbox(dc_mesh *t, dc_comm *c, dc_xstep *s, dc_status *st) {
   return (ssize_t)(DC_FRAME_BYTES + s->x->len);
 }
 
-static ssize_t pipe_recv(dc_mesh *t, dc_comm *c, dc_xstep *s, dc_status *st) {
+static ssize_t pipe_recv(dc_engine *t, dc_comm *c, dc_xstep *s, dc_status *st) {
   dc_conn *k = s->conn;
   ssize_t r;
   if (s->x->len <= DC_MBOX_PAYLOAD)
@@ -152,7 +152,7 @@ static ssize_t pipe_recv(dc_mesh *t, dc_comm *c, dc_xstep *s, dc_status *st) {
   if (s->hdr_done < DC_FRAME_BYTES) {
     r = pipe_read(k, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
     if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES)
-      *st = dc_mesh_check_header(t, c, s);
+      *st = dc_engine_check_header(t, c, s);
   } else {
     r = 0;
   }

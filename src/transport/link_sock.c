@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "core/group.h" /* dc_now */
+#include "base/clock.h"
 #include "transport/link.h"
 #include "transport/sock.h"
 
@@ -135,19 +135,19 @@ static ssize_t sock_payload(dc_comm *c, dc_xstep *s) {
 }
 
 /* A sealed frame's tag failed: a peer that failed mid-frame pads the frame
- * and sends an abort (dc_mesh_poison), so an abort that follows at once
+ * and sends an abort (dc_engine_poison), so an abort that follows at once
  * (with a good tag) is the reason; else the frame was altered. */
-static dc_status bad_tag(dc_mesh *t, dc_comm *c, dc_xstep *s) {
+static dc_status bad_tag(dc_engine *t, dc_comm *c, dc_xstep *s) {
   dc_conn *k = s->conn;
   unsigned char h[DC_FRAME_BYTES];
   dc_frame f = dc_frame_of(c, s->x->len);
   char what[128];
   if (dc_sock_read_all(k->fd, h, sizeof h, dc_now() + 0.2) == DC_OK &&
       dc_frame_decode(h, &f) == DC_OK && f.kind == DC_FRAME_ABORT)
-    return dc_mesh_read_abort(t, k, &f, h, NULL, 0);
+    return dc_engine_read_abort(t, k, &f, h, NULL, 0);
   f = dc_frame_of(c, s->x->len);
   dc_frame_describe(&f, what, sizeof what);
-  return dc_mesh_fail(
+  return dc_engine_fail(
       t, DC_ERR_AUTH,
       "rank %d (%s) sent a frame of %s whose MAC does not match "
       "(DISTCOMM_SECURE): its %zu bytes were altered on the way, or "
@@ -157,7 +157,7 @@ static dc_status bad_tag(dc_mesh *t, dc_comm *c, dc_xstep *s) {
 
 /* Read a sealed frame's tag once its payload is in, and check it: the
  * transfer is finished only when it matches. */
-static ssize_t recv_tag(dc_mesh *t, dc_comm *c, dc_xstep *s, dc_status *st,
+static ssize_t recv_tag(dc_engine *t, dc_comm *c, dc_xstep *s, dc_status *st,
                         ssize_t r) {
   s->finished = 0;
   ssize_t g =
@@ -173,17 +173,17 @@ static ssize_t recv_tag(dc_mesh *t, dc_comm *c, dc_xstep *s, dc_status *st,
   return r + g;
 }
 
-static ssize_t sock_recv(dc_mesh *t, dc_comm *c, dc_xstep *s, dc_status *st) {
+static ssize_t sock_recv(dc_engine *t, dc_comm *c, dc_xstep *s, dc_status *st) {
   dc_conn *k = s->conn;
   ssize_t r;
   if (s->hdr_done < DC_FRAME_BYTES && !s->x->reduce && !k->seal) {
     r = sock_read_frame(s);
     if (r > 0 && s->hdr_done == DC_FRAME_BYTES)
-      *st = dc_mesh_check_header(t, c, s);
+      *st = dc_engine_check_header(t, c, s);
   } else if (s->hdr_done < DC_FRAME_BYTES) {
     r = sock_read(k, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
     if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES &&
-        (*st = dc_mesh_check_header(t, c, s)) == DC_OK && k->seal)
+        (*st = dc_engine_check_header(t, c, s)) == DC_OK && k->seal)
       dc_seal_begin(k->seal, s->hdr, DC_FRAME_BYTES);
   } else {
     r = 0;

@@ -1,8 +1,8 @@
 /* The mesh: how a group's ranks connect, apart from how they found each
- * other. A bootstrap policy (backends/ring: MLX_HOSTFILE; the coordinator;
- * backends/mesh: MLX_IBV_DEVICES; ring_split for subgroups) finds out where
+ * other. A bootstrap policy (src/bootstrap: MLX_HOSTFILE, the coordinator,
+ * MLX_IBV_DEVICES; backends/native/split.c for subgroups) finds out where
  * the peers listen and which pairs connect, writes that into a
- * dc_mesh_plan, opens its listeners, and calls dc_mesh_open. Everything
+ * dc_engine_plan, opens its listeners, and calls dc_engine_open. Everything
  * after the addresses is here, in src/transport: dialing (dial.c) and
  * accepting (accept.c) with strangers refused, the hello and job-token
  * handshake (handshake.h, auth.c), shared-memory pipes and single copy for
@@ -10,8 +10,8 @@
  * runs batches of transfers on the connections.
  *
  * Nothing here knows dc_group: failures, log lines, interrupts and the
- * timeout reach the owner through dc_mesh_hooks (core/hooks.c makes them
- * for a group), which the engine (dc_mesh) holds. */
+ * timeout reach the owner through dc_engine_hooks (core/hooks.c makes them
+ * for a group), which the engine (dc_engine) holds. */
 #ifndef DC_TRANSPORT_MESH_H
 #define DC_TRANSPORT_MESH_H
 
@@ -27,17 +27,17 @@
  * interrupt is polled while waiting (non-zero abandons the wait with
  * DC_ERR_INTERRUPTED); timeout is read at every wait, so that
  * dc_set_timeout applies to a mesh already open; log may be NULL. */
-typedef struct dc_mesh_hooks {
+typedef struct dc_engine_hooks {
   dc_status (*fail)(void *arg, dc_status st, const char *fmt, va_list ap);
   int (*interrupt)(void *arg);
   double (*timeout)(void *arg);
   void (*log)(void *arg, const char *fmt, va_list ap);
   void *arg;
-} dc_mesh_hooks;
+} dc_engine_hooks;
 
 /* Who is where. Each pair of ranks has naddrs * sockets connections
  * ("lanes"); lane i uses address i % naddrs. */
-typedef struct dc_mesh_plan {
+typedef struct dc_engine_plan {
   int rank, size, naddrs, sockets;
   const dc_addr
       *addrs;      /* size * naddrs listening addresses (per_peer: below) */
@@ -58,13 +58,13 @@ typedef struct dc_mesh_plan {
    * listener[q * naddrs + k] says on which one rank q's link k arrives. */
   int per_peer, nlisten;
   const int *listener;
-} dc_mesh_plan;
+} dc_engine_plan;
 
-static inline int dc_plan_lanes(const dc_mesh_plan *p) {
+static inline int dc_plan_lanes(const dc_engine_plan *p) {
   return p->naddrs * p->sockets;
 }
 /* The address of rank q that this rank dials (or is dialed from) on lane. */
-static inline const dc_addr *dc_plan_addr(const dc_mesh_plan *p, int q,
+static inline const dc_addr *dc_plan_addr(const dc_engine_plan *p, int q,
                                           int lane) {
   int k = lane % p->naddrs;
   if (p->per_peer)
@@ -74,24 +74,24 @@ static inline const dc_addr *dc_plan_addr(const dc_mesh_plan *p, int q,
   return &p->addrs[q * p->naddrs + k];
 }
 /* Which of this rank's listeners rank q's lane must arrive on. */
-static inline int dc_plan_listener(const dc_mesh_plan *p, int q, int lane) {
+static inline int dc_plan_listener(const dc_engine_plan *p, int q, int lane) {
   int k = lane % p->naddrs;
   return p->per_peer ? p->listener[q * p->naddrs + k] : k;
 }
-static inline int dc_plan_nlisten(const dc_mesh_plan *p) {
+static inline int dc_plan_nlisten(const dc_engine_plan *p) {
   return p->per_peer ? p->nlisten : p->naddrs;
 }
-static inline int dc_plan_neighbours_only(const dc_mesh_plan *p) {
+static inline int dc_plan_neighbours_only(const dc_engine_plan *p) {
   return p->neighbours && p->size > 2;
 }
 /* Who dials whom. Full mesh: every rank dials the lower ones. Neighbours
  * only: rank r dials r+1 (mod size) and accepts r-1. */
-static inline int dc_plan_dials(const dc_mesh_plan *p, int q) {
+static inline int dc_plan_dials(const dc_engine_plan *p, int q) {
   if (dc_plan_neighbours_only(p))
     return q == (p->rank + 1) % p->size;
   return q < p->rank;
 }
-static inline int dc_plan_accepts(const dc_mesh_plan *p, int q) {
+static inline int dc_plan_accepts(const dc_engine_plan *p, int q) {
   if (dc_plan_neighbours_only(p))
     return q == (p->rank + p->size - 1) % p->size;
   return q > p->rank;
@@ -102,7 +102,7 @@ static inline int dc_plan_accepts(const dc_mesh_plan *p, int q) {
  * the Unix socket beside q's TCP listener: the dialer dials it unless
  * DISTCOMM_SHM=0 keeps its same-host pairs on TCP. Not with per-pair
  * addresses (the mesh backend's links are the point there). */
-int dc_plan_local(const dc_mesh_plan *p, int q, int lane);
+int dc_plan_local(const dc_engine_plan *p, int q, int lane);
 
 /* Without a job token, whether the connection fd may claim rank q: it
  * comes from one of q's addresses in the plan, from this host, or, with
@@ -111,6 +111,6 @@ int dc_plan_local(const dc_mesh_plan *p, int q, int lane);
  * end of that link. A stranger elsewhere cannot take a rank's place by
  * guessing the job id. Over a Unix socket: the peer runs as our user.
  * With a token the proofs decide (source.c). */
-int dc_plan_source_ok(const dc_mesh_plan *p, int q, int fd);
+int dc_plan_source_ok(const dc_engine_plan *p, int q, int fd);
 
 #endif

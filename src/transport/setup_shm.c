@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/tune.h"
 #include "transport/frame.h"
 #include "transport/handshake.h"
 #include "transport/shm.h"
@@ -35,8 +34,8 @@ enum { OK_PIPES = 1, OK_PULL = 2, OK_FORCED = 4 };
 static volatile uint64_t probe_word;
 
 typedef struct shm_plan {
-  dc_mesh *t;
-  const dc_mesh_plan *p;
+  dc_engine *t;
+  const dc_engine_plan *p;
   uint64_t *hosts;    /* every rank's host key */
   int *peers, npeers; /* this rank's same-host peers, in rank order */
 } shm_plan;
@@ -68,17 +67,17 @@ static int count_local(const shm_plan *s, int r) {
 static dc_status swap(shm_plan *s, uint32_t round, const char *mine,
                       size_t stride, char *theirs, size_t bytes) {
   dc_comm c;
-  dc_mesh_begin(s->t, &c, DC_OPC_SETUP, bytes, DC_UINT8, DC_SUM, round, 0);
+  dc_engine_begin(s->t, &c, DC_OPC_SETUP, bytes, DC_UINT8, DC_SUM, round, 0);
   dc_xfer *x = malloc(sizeof *x * (size_t)s->npeers);
   if (!x)
-    return dc_mesh_fail(s->t, DC_ERR_NOMEM, "no memory for the shm set-up");
+    return dc_engine_fail(s->t, DC_ERR_NOMEM, "no memory for the shm set-up");
   for (int i = 0; i < s->npeers; i++)
     x[i] = dc_xsend(s->peers[i], 0, mine + stride * (size_t)i, bytes);
   dc_status st = c.run(&c, x, s->npeers);
   free(x);
   for (int i = 0; st == DC_OK && i < s->npeers; i++) {
     dc_xfer r = dc_xrecv(s->peers[i], 0, theirs + bytes * (size_t)i, bytes);
-    dc_mesh_begin(s->t, &c, DC_OPC_SETUP, bytes, DC_UINT8, DC_SUM, round, 0);
+    dc_engine_begin(s->t, &c, DC_OPC_SETUP, bytes, DC_UINT8, DC_SUM, round, 0);
     st = c.run(&c, &r, 1);
   }
   return st;
@@ -86,10 +85,10 @@ static dc_status swap(shm_plan *s, uint32_t round, const char *mine,
 
 static void wire(shm_plan *s, int i, const dc_shm_seg *mine,
                  const dc_shm_seg *theirs) {
-  dc_mesh *t = s->t;
+  dc_engine *t = s->t;
   int q = s->peers[i], me = s->p->rank, lanes = t->lanes;
   for (int l = 0; l < lanes; l++) {
-    dc_mesh_wire_pipes(
+    dc_engine_wire_pipes(
         t, q, l, dc_shm_pipe(theirs, (size_t)(pos(s, q, me) * lanes + l)),
         theirs->cap, dc_shm_pipe(mine, (size_t)(pos(s, me, q) * lanes + l)),
         mine->cap);
@@ -129,7 +128,7 @@ static int can_pull(const shm_plan *s, int i, const shm_offer *o, pid_t *pid) {
  * worked with peer i. */
 static void attach_all(shm_plan *s, const shm_offer *offers, unsigned char *ok,
                        pid_t *pids) {
-  dc_mesh *t = s->t;
+  dc_engine *t = s->t;
   for (int i = 0; i < s->npeers; i++) {
     char err[160];
     size_t pipes = (size_t)count_local(s, s->peers[i]) * (size_t)t->lanes;
@@ -139,7 +138,7 @@ static void attach_all(shm_plan *s, const shm_offer *offers, unsigned char *ok,
                 ? OK_PIPES
                 : 0;
     if (!ok[i])
-      dc_mesh_log(
+      dc_engine_log(
           s->t, "shared memory with rank %d unavailable (%s): using its socket",
           s->peers[i], name[0] ? err : "it has none");
     else if (can_pull(s, i, &offers[i], &pids[i]))
@@ -152,7 +151,7 @@ static void attach_all(shm_plan *s, const shm_offer *offers, unsigned char *ok,
  * ranks agree before each use (algo/pull.c). */
 static dc_status wire_pull(shm_plan *s, const pid_t *pids,
                            const unsigned char *ok, int have_seg) {
-  dc_mesh *t = s->t;
+  dc_engine *t = s->t;
   int all = s->npeers == s->p->size - 1, both = OK_PIPES | OK_PULL;
   int forced_here = dc_cma_forced(), forced = forced_here;
   for (int i = 0; i < s->npeers; i++) {
@@ -160,20 +159,21 @@ static dc_status wire_pull(shm_plan *s, const pid_t *pids,
     all &= have_seg && (ok[i] & both) == both &&
            (ok[s->npeers + i] & both) == both;
     forced &= (ok[s->npeers + i] & OK_FORCED) != 0;
-    dc_mesh_set_pid(t, s->peers[i], (int)pids[i]);
+    dc_engine_set_pid(t, s->peers[i], (int)pids[i]);
   }
   int one_host = s->npeers > 0 && s->npeers == s->p->size - 1;
   /* Forced only where every rank is: the ranks' tuners must run alike
    * (algo/tune.h), or one would wait for a vote another never sends. */
   if (forced_here && !forced && all && one_host)
-    dc_mesh_log(t, "DISTCOMM_CMA=1 is not set on every rank: single copy "
-                   "is chosen by measuring");
-  return dc_mesh_set_pull(t, one_host, all && one_host, forced);
+    dc_engine_log(t, "DISTCOMM_CMA=1 is not set on every rank: single copy "
+                     "is chosen by measuring");
+  dc_engine_set_pull(t, one_host, all && one_host, forced);
+  return DC_OK;
 }
 
 static dc_status connect_pipes(shm_plan *s) {
-  dc_mesh *t = s->t;
-  const dc_mesh_plan *p = s->p;
+  dc_engine *t = s->t;
+  const dc_engine_plan *p = s->p;
   shm_offer mine = {0}, *offers;
   char *name = mine.name, err[160];
   probe_word =
@@ -185,8 +185,8 @@ static dc_status connect_pipes(shm_plan *s) {
   size_t pipes = (size_t)count_local(s, p->rank) * (size_t)t->lanes;
   if (dc_shm_new_name(name) != DC_OK ||
       dc_shm_create(&t->segs[0], name, pipes, err, sizeof err) != DC_OK) {
-    dc_mesh_log(s->t, "no shared memory (%s): using the sockets",
-                name[0] ? err : "no name");
+    dc_engine_log(s->t, "no shared memory (%s): using the sockets",
+                  name[0] ? err : "no name");
     name[0] = '\0';
   }
   offers = calloc((size_t)s->npeers, sizeof *offers);
@@ -194,7 +194,7 @@ static dc_status connect_pipes(shm_plan *s) {
   unsigned char *ok = calloc((size_t)s->npeers, 2); /* ours, then theirs */
   dc_status st = offers && ok && pids
                      ? swap(s, 0, (char *)&mine, 0, (char *)offers, sizeof mine)
-                     : dc_mesh_fail(s->t, DC_ERR_NOMEM, "no memory");
+                     : dc_engine_fail(s->t, DC_ERR_NOMEM, "no memory");
   if (st == DC_OK) { /* each peer's verdict on our segment */
     attach_all(s, offers, ok, pids);
     unsigned char forced = dc_cma_forced() ? OK_FORCED : 0;
@@ -216,26 +216,26 @@ static dc_status connect_pipes(shm_plan *s) {
   return st;
 }
 
-dc_status dc_mesh_setup_shm(dc_mesh *t, const dc_mesh_plan *p) {
+dc_status dc_engine_setup_shm(dc_engine *t, const dc_engine_plan *p) {
   if (!dc_shm_enabled())
     return DC_OK;
   shm_plan s = {.t = t, .p = p};
   s.hosts = calloc((size_t)p->size, sizeof *s.hosts);
   s.peers = calloc((size_t)p->size, sizeof *s.peers);
-  if (!s.hosts || !s.peers || !dc_mesh_new_segs(t, p->size)) {
+  if (!s.hosts || !s.peers || !dc_engine_new_segs(t, p->size)) {
     free(s.hosts);
     free(s.peers);
-    return dc_mesh_fail(t, DC_ERR_NOMEM, "no memory for the shm set-up");
+    return dc_engine_fail(t, DC_ERR_NOMEM, "no memory for the shm set-up");
   }
   for (int q = 0; q < p->size; q++)
-    s.hosts[q] = q == p->rank ? p->host : dc_mesh_peer_host(t, q);
+    s.hosts[q] = q == p->rank ? p->host : dc_engine_peer_host(t, q);
   for (int q = 0; q < p->size; q++)
     if (q != p->rank && s.hosts[q] == p->host)
       s.peers[s.npeers++] = q;
   dc_status st = s.npeers ? connect_pipes(&s) : DC_OK;
   if (st == DC_OK && s.npeers)
-    dc_mesh_log(t, "shared memory with %d same-host peer(s)%s", s.npeers,
-                t->pull_ok ? ", single copy" : "");
+    dc_engine_log(t, "shared memory with %d same-host peer(s)%s", s.npeers,
+                  t->pull_ok ? ", single copy" : "");
   free(s.hosts);
   free(s.peers);
   return st;

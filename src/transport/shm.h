@@ -56,7 +56,7 @@ typedef struct dc_pipe {
   _Alignas(64) _Atomic uint64_t tail;  /* bytes read, by the consumer */
   _Alignas(64) _Atomic uint64_t taken; /* mailbox messages read */
   /* Bytes of point-to-point messages the consumer has read straight from
-   * the producer's memory (single copy, backends/ring/p2p_pull.c), by the
+   * the producer's memory (single copy, backends/native/p2p.c), by the
    * consumer: the producer keeps its buffer until they are all read. */
   _Alignas(64) _Atomic uint64_t pulled;
   dc_mbox_slot mbox[DC_MBOX_SLOTS];

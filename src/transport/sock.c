@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/group.h"
+#include "base/clock.h"
 #include "transport/sock.h"
 
 void dc_sock_name(const void *sa, char *out, size_t n) {

@@ -70,14 +70,14 @@ static int near(const struct sockaddr *peer, const struct sockaddr *local,
   return yes;
 }
 
-int dc_plan_local(const dc_mesh_plan *p, int q, int lane) {
+int dc_plan_local(const dc_engine_plan *p, int q, int lane) {
   if (!p->twin_fds || p->per_peer)
     return 0;
   const dc_addr *mine = &p->addrs[p->rank * p->naddrs + lane % p->naddrs];
   return dc_sock_same_ip(&mine->sa, &dc_plan_addr(p, q, lane)->sa);
 }
 
-int dc_plan_source_ok(const dc_mesh_plan *p, int q, int fd) {
+int dc_plan_source_ok(const dc_engine_plan *p, int q, int fd) {
   struct sockaddr_storage peer, local;
   socklen_t pl = sizeof peer, ll = sizeof local;
   if (getsockname(fd, (struct sockaddr *)&local, &ll) != 0)

@@ -16,7 +16,7 @@
  *             10 floats against the others' requests of 11: the blocking
  *             call fails with ERR_MISMATCH too, and so does rank 0's next
  *             request, at once.
- *   lazy      the doorbell's lazy mode (src/async/request.c): after many
+ *   lazy      the doorbell's lazy mode (src/compose/request.c): after many
  *             requests waited for at once, rank 0 issues one and sleeps
  *             1 s before waiting: the others' blocking all_sum must end
  *             within 0.5 s (the thread starts a request nobody waits for);

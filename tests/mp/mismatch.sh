@@ -88,7 +88,7 @@ check 3 dtype8 10000 2
 
 # Send against recv of one more element: messages that no pipe holds whole
 # go by single copy where it works (the receiver reads the sender's buffer,
-# backends/ring/p2p_pull.c), either side larger. 131064 floats fill a pipe
+# backends/native/p2p.c), either side larger. 131064 floats fill a pipe
 # exactly: a sender of 131065 offers single copy to a receiver that waits
 # on the pipe. (A sender of 131064 to a receiver of 131065 returns at once,
 # its message in the pipe, as any send that fits; only the receiver fails.)

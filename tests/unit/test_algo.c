@@ -702,7 +702,7 @@ static uint8_t opcode_of(algo a) {
   return a <= DIRECT_BARRIER ? f[family(a)] : DC_OPC_SEND;
 }
 
-/* As src/transport/engine.c's dc_mesh_begin fills it. */
+/* As src/transport/engine.c's dc_engine_begin fills it. */
 static void begin(dc_comm *c, rank_state *me, const tcase *t, int id) {
   int n = me->m->n;
   memset(c, 0, sizeof *c);

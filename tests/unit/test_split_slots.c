@@ -1,5 +1,5 @@
 /* Unit tests of the address slots that split swaps between members
- * (src/backends/ring/ring_split.c): a peer's slot is not trusted to end in
+ * (src/backends/native/split.c): a peer's slot is not trusted to end in
  * a NUL. Run under ASan: the last slot lies at the end of an exact-size
  * heap block, so reading past it is caught. */
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 
 static char *slots(int count) {
   char *t = calloc((size_t)count, RING_ADDR_SLOT);

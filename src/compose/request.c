@@ -55,7 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "async/async.h"
+#include "compose/async.h"
 #include "core/group.h"
 
 enum {
@@ -396,6 +396,10 @@ static void unref(dc_async *a) {
     destroy(a);
 }
 
+/* What the group waits behind (core/group.h), registered with the thread. */
+static const dc_inflight gate = {dc_async_drain, dc_async_set_interrupt,
+                                 dc_async_release};
+
 static dc_status start(dc_group *g, const char *name) {
   dc_async *a = calloc(1, sizeof *a);
   g->op_name = name;
@@ -412,6 +416,7 @@ static dc_status start(dc_group *g, const char *name) {
                    strerror(rc));
   }
   g->async = a;
+  g->inflight = &gate;
   return DC_OK;
 }
 

@@ -1,13 +1,14 @@
-/* The ring backend: MLX's ring over TCP (MLX_RANK, MLX_HOSTFILE), with every
- * pair of ranks connected (k lanes each) so that send/recv works between any
- * two ranks and split groups get connections of their own. Its files are
- * bootstrap policies (where the peers are: ring_init.c from the hostfile,
- * ring_coord.c through a coordinator, ring_split.c for subgroups, and
- * backends/mesh from MLX_IBV_DEVICES) over the transport's mesh
- * (transport/mesh.h), plus the ops table (ring.c) and send/recv by single
- * copy between processes of one host (p2p_pull.c). */
-#ifndef DC_BACKENDS_RING_H
-#define DC_BACKENDS_RING_H
+/* The native backend, what dc_init's "ring" and "mesh" give: every pair of
+ * ranks connected over the transport (k lanes each) so that send/recv
+ * works between any two ranks and split groups get connections of their
+ * own. Its files: the ops table (ops.c, dc_ring_ops and dc_mesh_ops), the
+ * group from a plan (build.c, ring_build), split (split.c), the hookup of
+ * the hierarchical all_reduce (hier.c, over compose/hier.h) and send/recv
+ * by single copy between processes of one host (p2p.c). The ways peers
+ * are found (MLX_HOSTFILE, a coordinator, MLX_IBV_DEVICES) live in
+ * src/bootstrap and call ring_build. */
+#ifndef DC_BACKENDS_NATIVE_H
+#define DC_BACKENDS_NATIVE_H
 
 #include <stdint.h>
 
@@ -17,18 +18,20 @@
 #include "transport/mesh.h"
 
 typedef struct ring_impl {
-  dc_mesh *tcp;
+  dc_engine *tcp;
   int naddrs;  /* addresses per rank in the hostfile */
   int sockets; /* connections per address (DISTCOMM_SOCKETS) */
   uint64_t job;
-  dc_addr *self;    /* this rank's naddrs addresses (split binds the same IPs);
-                       per_peer: size * naddrs, its address towards each rank */
-  int neighbours;   /* only ranks +-1 are connected (dc_mesh_plan.neighbours) */
-  int per_peer;     /* the mesh backend: an address per pair (dc_mesh_plan) */
-  int direct_ranks; /* DISTCOMM_DIRECT_RANKS (dc_comm.direct_ranks) */
-  uint64_t host;    /* this rank's host key (dc_mesh_plan.host) */
-  struct ring_hier *hier; /* hierarchical all_reduce (ring_hier.c), or NULL
+  dc_addr *self;  /* this rank's naddrs addresses (split binds the same IPs);
+                     per_peer: size * naddrs, its address towards each rank */
+  int neighbours; /* only ranks +-1 are connected (dc_engine_plan.neighbours) */
+  int per_peer;   /* the mesh backend: an address per pair (dc_engine_plan) */
+  int direct_ranks;       /* DISTCOMM_DIRECT_RANKS (dc_comm.direct_ranks) */
+  uint64_t host;          /* this rank's host key (dc_engine_plan.host) */
+  struct ring_hier *hier; /* hierarchical all_reduce (hier.c), or NULL
                              until the first all_reduce */
+  struct dc_tune *tune;   /* single copy or pipes (algo/tune.h), when every
+                             rank is on this host; set on every dc_comm */
 } ring_impl;
 
 /* DISTCOMM_RING_NEIGHBOURS=1: connect ring neighbours only. */
@@ -39,17 +42,17 @@ int ring_neighbours_env(void);
  * for per-pair addresses). Every rank computes it from the same plan. */
 int ring_sockets(const dc_addr *addrs, int size, int naddrs);
 
-/* Point to point by single copy (p2p_pull.c): whether a message whose
+/* Point to point by single copy (p2p.c): whether a message whose
  * largest lane piece is piece_bytes goes that way (the same on both ends),
  * then the two ends. *pulled = 0: the sender could not offer it, and the
  * message follows through the lanes as usual. */
 int ring_p2p_single_copy(const dc_comm *c, size_t piece_bytes);
-dc_status ring_p2p_send_pulled(dc_mesh *t, dc_comm *c, const void *buf,
+dc_status ring_p2p_send_pulled(dc_engine *t, dc_comm *c, const void *buf,
                                size_t bytes, int peer, int *pulled);
-dc_status ring_p2p_recv_pulled(dc_mesh *t, dc_comm *c, void *buf, size_t bytes,
-                               int peer, int *pulled);
+dc_status ring_p2p_recv_pulled(dc_engine *t, dc_comm *c, void *buf,
+                               size_t bytes, int peer, int *pulled);
 
-/* ring_hier.c: whether this all_reduce goes hierarchical (the same answer
+/* hier.c: whether this all_reduce goes hierarchical (the same answer
  * on every rank), and then runs it; poison and free the subgroups. */
 int ring_hier_takes(dc_group *g, size_t count, dc_dtype dtype);
 dc_status ring_hier_all_reduce(dc_group *g, const void *send, void *recv,
@@ -76,6 +79,6 @@ dc_status ring_listen_each(dc_addr *mine, int n, int *fds, int *nfds,
 /* Create a connected ring group from a plan whose listeners are open.
  * self: this rank's naddrs addresses (per_peer: size * naddrs). On failure
  * nothing is left behind and err says why. */
-dc_status ring_build(const dc_mesh_plan *p, const dc_addr *self, double timeout,
-                     dc_group **out, char *err, size_t errlen);
+dc_status ring_build(const dc_engine_plan *p, const dc_addr *self,
+                     double timeout, dc_group **out, char *err, size_t errlen);
 #endif

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "transport/frame.h"
 #include "transport/sock.h"
 
@@ -22,8 +22,8 @@ static void port0(dc_addr *a) {
 static dc_status swap_addrs(dc_group *g, const int *ranks, int n, int me,
                             char *texts, size_t block) {
   dc_comm c;
-  dc_mesh_begin(((ring_impl *)g->impl)->tcp, &c, DC_OPC_SPLIT, block, DC_UINT8,
-                DC_SUM, 0, (uint32_t)g->seq);
+  dc_engine_begin(((ring_impl *)g->impl)->tcp, &c, DC_OPC_SPLIT, block,
+                  DC_UINT8, DC_SUM, 0, (uint32_t)g->seq);
   dc_xfer *x = malloc(sizeof *x * 2 * (size_t)n);
   if (!x)
     return DC_ERR_NOMEM;
@@ -124,17 +124,17 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
   if (st == DC_OK)
     st = parse_all(g, texts, n * S->n, addrs);
   if (st == DC_OK) {
-    dc_mesh_plan p = {.rank = me,
-                      .size = n,
-                      .naddrs = R->naddrs,
-                      .sockets = R->sockets,
-                      .addrs = addrs,
-                      .listen_fds = S->fds,
-                      .job = R->job,
-                      .group = id,
-                      .per_peer = R->per_peer,
-                      .nlisten = S->nfds,
-                      .listener = S->which};
+    dc_engine_plan p = {.rank = me,
+                        .size = n,
+                        .naddrs = R->naddrs,
+                        .sockets = R->sockets,
+                        .addrs = addrs,
+                        .listen_fds = S->fds,
+                        .job = R->job,
+                        .group = id,
+                        .per_peer = R->per_peer,
+                        .nlisten = S->nfds,
+                        .listener = S->which};
     char err[400];
     st = ring_build(&p, S->mine, g->timeout_s, out, err, sizeof err);
     if (st != DC_OK)

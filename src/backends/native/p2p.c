@@ -21,7 +21,7 @@
 
 #include "algo/algo.h"
 #include "algo/tune.h"
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "transport/frame.h"
 #include "transport/shm.h"
 
@@ -43,19 +43,19 @@ int ring_p2p_single_copy(const dc_comm *c, size_t piece_bytes) {
 
 /* The peer's control socket spoke while we waited: the engine reads it
  * (an abort frame's text, or its end) and fails with what it says. */
-static dc_status control_spoke(dc_mesh *t, dc_comm *c, dc_conn *k) {
+static dc_status control_spoke(dc_engine *t, dc_comm *c, dc_conn *k) {
   static char none;
   dc_xfer x = dc_xrecv(k->peer, 0, &none, 0);
   dc_status st = c->run(c, &x, 1);
   if (st != DC_OK)
     return st;
-  return dc_mesh_fail(t, DC_ERR_MISMATCH,
-                      "rank %d (%s) sent a frame while it should be reading "
-                      "our buffer (the ranks are out of step)",
-                      k->peer, k->addr);
+  return dc_engine_fail(t, DC_ERR_MISMATCH,
+                        "rank %d (%s) sent a frame while it should be reading "
+                        "our buffer (the ranks are out of step)",
+                        k->peer, k->addr);
 }
 
-static dc_status wait_pulled(dc_mesh *t, dc_comm *c, dc_conn *k,
+static dc_status wait_pulled(dc_engine *t, dc_comm *c, dc_conn *k,
                              uint64_t target) {
   _Atomic uint64_t *word = &k->tx->pulled;
   uint64_t seen = atomic_load_explicit(word, memory_order_acquire);
@@ -70,12 +70,12 @@ static dc_status wait_pulled(dc_mesh *t, dc_comm *c, dc_conn *k,
       backoff = BACKOFF_MIN_US;
       continue;
     }
-    if (now - last > dc_mesh_timeout(t))
-      return dc_mesh_fail(
+    if (now - last > dc_engine_timeout(t))
+      return dc_engine_fail(
           t, DC_ERR_TIMEOUT,
           "no progress for %.0f s waiting for rank %d (%s) to take our data "
           "(%.1f MiB of %.1f MiB received from it)",
-          dc_mesh_timeout(t), k->peer, k->addr, mib(k->op_rx),
+          dc_engine_timeout(t), k->peer, k->addr, mib(k->op_rx),
           mib(c->total_bytes));
     if (t->spin && now - last < SPIN_SECONDS)
       continue;
@@ -92,13 +92,14 @@ static dc_status wait_pulled(dc_mesh *t, dc_comm *c, dc_conn *k,
     if (t->hooks.interrupt && now - asked >= 0.05) {
       asked = now;
       if (t->hooks.interrupt(t->hooks.arg))
-        return dc_mesh_fail(t, DC_ERR_INTERRUPTED, "interrupted while waiting");
+        return dc_engine_fail(t, DC_ERR_INTERRUPTED,
+                              "interrupted while waiting");
     }
   }
   return DC_OK;
 }
 
-dc_status ring_p2p_send_pulled(dc_mesh *t, dc_comm *c, const void *buf,
+dc_status ring_p2p_send_pulled(dc_engine *t, dc_comm *c, const void *buf,
                                size_t bytes, int peer, int *pulled) {
   dc_conn *k = &t->conns[peer * t->lanes];
   /* the receiver takes what we offer: our vote alone decides */
@@ -116,8 +117,8 @@ dc_status ring_p2p_send_pulled(dc_mesh *t, dc_comm *c, const void *buf,
   return wait_pulled(t, c, k, before + (uint64_t)bytes);
 }
 
-dc_status ring_p2p_recv_pulled(dc_mesh *t, dc_comm *c, void *buf, size_t bytes,
-                               int peer, int *pulled) {
+dc_status ring_p2p_recv_pulled(dc_engine *t, dc_comm *c, void *buf,
+                               size_t bytes, int peer, int *pulled) {
   dc_conn *k = &t->conns[peer * t->lanes];
   offer o = {0, 0};
   dc_xfer x = dc_xrecv(peer, 0, &o, sizeof o);
@@ -126,10 +127,10 @@ dc_status ring_p2p_recv_pulled(dc_mesh *t, dc_comm *c, void *buf, size_t bytes,
   if (!*pulled)
     return st;
   if (!k->rx) /* it reads us and we read it only where the pipes are */
-    return dc_mesh_fail(t, DC_ERR_MISMATCH,
-                        "rank %d (%s) offered single copy, but we share no "
-                        "memory with it",
-                        peer, k->addr);
+    return dc_engine_fail(t, DC_ERR_MISMATCH,
+                          "rank %d (%s) offered single copy, but we share no "
+                          "memory with it",
+                          peer, k->addr);
   for (size_t at = 0; at < bytes; at += PIECE) {
     size_t len = bytes - at < PIECE ? bytes - at : PIECE;
     st = c->pull(c, peer, (char *)buf + at, o.at + at, len);

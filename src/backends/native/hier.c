@@ -1,4 +1,4 @@
-/* When the ring's all_reduce goes hierarchical (algo/hier.h): ranks on two
+/* When the ring's all_reduce goes hierarchical (compose/hier.h): ranks on two
  * or more hosts, the same number L >= 2 on each, every pair connected and
  * shared memory on (DISTCOMM_SHM). Hosts are told apart by the host keys
  * the hellos carried, which every rank knows alike, so every rank makes
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/hier.h"
-#include "backends/ring/ring.h"
+#include "compose/hier.h"
+#include "backends/native/native.h"
 #include "transport/shm.h"
 
 struct ring_hier {
@@ -28,7 +28,7 @@ static int number_hosts(dc_group *g, const ring_impl *R, int *host) {
     return -1;
   int hosts = 0;
   for (int q = 0; q < g->size; q++) {
-    key[q] = q == g->rank ? R->host : dc_mesh_peer_host(R->tcp, q);
+    key[q] = q == g->rank ? R->host : dc_engine_peer_host(R->tcp, q);
     host[q] = -1;
     for (int p = 0; p < q && host[q] < 0; p++)
       if (key[p] == key[q])

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "bootstrap/coordinator.h"
 #include "config/devices.h"
 #include "config/env.h"
@@ -75,18 +75,18 @@ static dc_status connect_mesh(mesh_setup *m, double timeout, dc_group **out,
                                      &all, &job, err, errlen);
   if (st != DC_OK)
     return st;
-  dc_mesh_plan p = {.rank = m->c.rank,
-                    .size = m->c.size,
-                    .naddrs = L,
-                    .sockets = ring_sockets(NULL, m->c.size, L),
-                    .addrs = all.addrs,
-                    .listen_fds = m->fds,
-                    .job = job,
-                    .group = 1,
-                    .neighbours = m->ring,
-                    .per_peer = 1,
-                    .nlisten = m->nfds,
-                    .listener = m->which};
+  dc_engine_plan p = {.rank = m->c.rank,
+                      .size = m->c.size,
+                      .naddrs = L,
+                      .sockets = ring_sockets(NULL, m->c.size, L),
+                      .addrs = all.addrs,
+                      .listen_fds = m->fds,
+                      .job = job,
+                      .group = 1,
+                      .neighbours = m->ring,
+                      .per_peer = 1,
+                      .nlisten = m->nfds,
+                      .listener = m->which};
   st = ring_build(&p, m->mine, timeout, out, err, errlen);
   dc_hostfile_free(&all);
   return st;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "bootstrap/coordinator.h"
 #include "config/env.h"
 #include "transport/auth.h"
@@ -49,16 +49,16 @@ static dc_status build(const dc_coord *c, double timeout, dc_group **out,
   st = dc_coord_rendezvous(c, mine, n, dc_now() + timeout, &all, &job, err,
                            errlen);
   if (st == DC_OK) {
-    dc_mesh_plan p = {.rank = c->rank,
-                      .size = c->size,
-                      .naddrs = n,
-                      .sockets = ring_sockets(all.addrs, c->size, n),
-                      .addrs = all.addrs,
-                      .listen_fds = fds,
-                      .twin_fds = twins,
-                      .job = job,
-                      .group = 1,
-                      .neighbours = ring_neighbours_env()};
+    dc_engine_plan p = {.rank = c->rank,
+                        .size = c->size,
+                        .naddrs = n,
+                        .sockets = ring_sockets(all.addrs, c->size, n),
+                        .addrs = all.addrs,
+                        .listen_fds = fds,
+                        .twin_fds = twins,
+                        .job = job,
+                        .group = 1,
+                        .neighbours = ring_neighbours_env()};
     st = ring_build(&p, mine, timeout, out, err, errlen);
     dc_hostfile_free(&all);
   }

@@ -1,4 +1,4 @@
-/* The hierarchical all_reduce (algo/hier.h), pipelined: the buffer is cut
+/* The hierarchical all_reduce (compose/hier.h), pipelined: the buffer is cut
  * into pieces, and while the rail all-reduces piece k (a request on the
  * rail group's progress thread, mostly waiting on the network), this
  * thread all-gathers piece k-1 and reduce-scatters piece k+1 inside the
@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "algo/geometry.h"
-#include "algo/hier.h"
+#include "compose/hier.h"
 
 /* Pieces of at least this many bytes, at most MAX_PIECES of them: each
  * piece costs three collectives' rounds of latency. */

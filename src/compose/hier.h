@@ -11,8 +11,8 @@
  * transport) and calls their public collectives, which choose their own
  * algorithms (single copy or pipes inside the host, ring or direct
  * across). The rail group gets a progress thread (its requests). */
-#ifndef DC_ALGO_HIER_H
-#define DC_ALGO_HIER_H
+#ifndef DC_COMPOSE_HIER_H
+#define DC_COMPOSE_HIER_H
 
 #include <stddef.h>
 

@@ -1,8 +1,10 @@
-/* Non-blocking requests (src/async): a FIFO and a progress thread per
+/* Non-blocking requests (src/compose): a FIFO and a progress thread per
  * group. The thread runs the blocking public calls in issue order; blocking
- * calls on the group wait for the FIFO to empty first (dc_async_drain). */
-#ifndef DC_ASYNC_ASYNC_H
-#define DC_ASYNC_ASYNC_H
+ * calls on the group wait for the FIFO to empty first (dc_async_drain,
+ * which the group reaches through the gate registered on first use:
+ * dc_inflight in core/group.h). */
+#ifndef DC_COMPOSE_ASYNC_H
+#define DC_COMPOSE_ASYNC_H
 
 #include <stddef.h>
 
@@ -40,8 +42,8 @@ typedef struct dc_rq_args {
 dc_status dc_async_issue(dc_group *g, const char *name, const dc_rq_args *a,
                          dc_request **req);
 
-/* Called by every blocking entry point: wait until g has no request in
- * flight (no-op on the progress thread itself or without requests). */
+/* The gate's drain, for every blocking entry point: wait until g has no request
+ * in flight (no-op on the progress thread itself or without requests). */
 void dc_async_drain(dc_group *g);
 
 /* dc_group_set_interrupt changed g->interrupt (queue drained): waiters

@@ -1,10 +1,10 @@
 /* The public non-blocking calls: each checks its arguments (an error is
  * returned by the call, not at dc_wait), then packs them into a request for
- * the group's progress thread (async/request.c), which runs the blocking
+ * the group's progress thread (compose/request.c), which runs the blocking
  * call. */
 #include <stdint.h>
 
-#include "async/async.h"
+#include "compose/async.h"
 #include "core/group.h"
 #include "kernels/reduce.h"
 

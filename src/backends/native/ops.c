@@ -7,12 +7,12 @@
 
 #include "algo/algo.h"
 #include "algo/tune.h"
-#include "backends/ring/ring.h"
+#include "backends/native/native.h"
 #include "transport/frame.h"
 
 #define P2P_MAX_LANES 64 /* transfers of one send or recv */
 
-static dc_mesh *tcp_of(dc_group *g) { return ((ring_impl *)g->impl)->tcp; }
+static dc_engine *tcp_of(dc_group *g) { return ((ring_impl *)g->impl)->tcp; }
 
 /* Collectives run one ring per hostfile address: extra sockets per address
  * measured slower for them on loopback (bench/README.md), while
@@ -20,7 +20,8 @@ static dc_mesh *tcp_of(dc_group *g) { return ((ring_impl *)g->impl)->tcp; }
 static void begin(dc_group *g, dc_comm *c, uint8_t opcode, size_t count,
                   dc_dtype dtype, dc_op op, uint32_t aux) {
   ring_impl *R = g->impl;
-  dc_mesh_begin(R->tcp, c, opcode, count, dtype, op, aux, (uint32_t)g->seq);
+  dc_engine_begin(R->tcp, c, opcode, count, dtype, op, aux, (uint32_t)g->seq);
+  c->tune = R->tune;
   c->lanes = R->naddrs;
   c->neighbours_only = R->neighbours;
   c->full_mesh = R->per_peer && !R->neighbours;
@@ -170,7 +171,7 @@ static dc_status tuned(dc_comm *c, double t0, int pulled, dc_status st) {
  * counter per pair so a send that meets no matching recv is caught. */
 static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
                      int peer, int is_send) {
-  dc_mesh *t = tcp_of(g);
+  dc_engine *t = tcp_of(g);
   ring_impl *R = g->impl;
   if (R->neighbours && g->size > 2 && peer != (g->rank + 1) % g->size &&
       peer != (g->rank + g->size - 1) % g->size)
@@ -181,7 +182,8 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
                    (g->rank + g->size - 1) % g->size, (g->rank + 1) % g->size);
   uint32_t seq = is_send ? ++t->p2p_tx[peer] : ++t->p2p_rx[peer];
   dc_comm c;
-  dc_mesh_begin(t, &c, DC_OPC_SEND, count, dtype, DC_SUM, 0, seq);
+  dc_engine_begin(t, &c, DC_OPC_SEND, count, dtype, DC_SUM, 0, seq);
+  c.tune = R->tune;
   size_t es = dc_dtype_size(dtype);
   /* Both ends cut the message alike: over P2P_MAX_LANES lanes the extra
    * ones stay idle (every piece must have a transfer, or bytes go missing). */
@@ -222,7 +224,8 @@ static void ring_destroy(dc_group *g) {
   if (!R)
     return;
   ring_hier_free(R->hier); /* its groups before the connections they used */
-  dc_mesh_free(R->tcp);
+  dc_engine_free(R->tcp);
+  free(R->tune);
   free(R->self);
   free(R);
 }
@@ -230,7 +233,7 @@ static void ring_destroy(dc_group *g) {
 static void ring_poison(dc_group *g) {
   ring_impl *R = g->impl;
   if (R && R->tcp)
-    dc_mesh_poison(R->tcp, g->failed, g->err);
+    dc_engine_poison(R->tcp, g->failed, g->err);
   if (R)
     ring_hier_poison(g);
 }
