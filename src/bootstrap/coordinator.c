@@ -22,7 +22,9 @@
 #include "bootstrap/coordinator.h"
 #include "config/env.h"
 #include "core/group.h"
+#include "transport/auth.h"
 #include "transport/frame.h"
+#include "transport/mesh.h"
 #include "transport/sock.h"
 
 #define MAGIC 0x56524344u /* "DCRV" */
@@ -127,10 +129,22 @@ typedef struct server {
   int lfd, naddrs;
   joiner *j;
   int nj, cap, joined, timed_out;
-  dc_addr *table; /* size * naddrs */
-  int *claimed;   /* joiner index per rank, -1 */
-  char why[512];  /* set: the rendezvous failed */
+  int protect;       /* no token: only our user on this host may join */
+  char refusal[256]; /* the last refusal, for a timeout message */
+  dc_addr *table;    /* size * naddrs */
+  int *claimed;      /* joiner index per rank, -1 */
+  char why[512];     /* set: the rendezvous failed */
 } server;
+
+/* Verbose: a line on stderr about the rendezvous. */
+/* A connection or JOIN refused: remembered for the timeout message, and
+ * logged when verbose. */
+static void refused(server *s, const char *from, const char *why) {
+  snprintf(s->refusal, sizeof s->refusal, "%s: %s", from, why);
+  if (dc_env_verbose())
+    fprintf(stderr, "[distcomm rank 0] coordinator %s refused %s: %s\n",
+            s->c->addr.text, from, why);
+}
 
 static void drop(joiner *jo) {
   if (jo->fd >= 0)
@@ -230,6 +244,13 @@ static void take(server *s) {
         dc_sock_accept(s->lfd, dc_now(), &fd, from, sizeof from, why,
                        sizeof why) != DC_OK)
       return;
+    if (s->protect && !dc_sock_peer_is_us(fd)) {
+      refused(s, from,
+              "no job token, so only this host's processes of this user may "
+              "join");
+      close(fd);
+      continue;
+    }
     if (s->nj == s->cap) {
       int cap = s->cap ? 2 * s->cap : 16;
       joiner *j = realloc(s->j, sizeof *j * (size_t)cap);
@@ -289,7 +310,11 @@ static void missing(server *s, double timeout) {
     if (s->claimed[r] < 0 && shown++ < 16)
       at += (size_t)snprintf(s->why + at, sizeof s->why - at, " %d", r);
   if (shown > 16)
-    snprintf(s->why + at, sizeof s->why - at, " and %d more", shown - 16);
+    at += (size_t)snprintf(s->why + at, sizeof s->why - at, " and %d more",
+                           shown - 16);
+  if (s->refusal[0] && at < sizeof s->why)
+    snprintf(s->why + at, sizeof s->why - at, " (last refused: %s)",
+             s->refusal);
 }
 
 static uint64_t pick_job(void) {
@@ -377,10 +402,10 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
 }
 
 static dc_status serve(const dc_coord *c, const dc_addr *mine, int n,
-                       double deadline, dc_hostfile *all, uint64_t *job,
-                       char *err, size_t errlen) {
+                       double deadline, int protect, dc_hostfile *all,
+                       uint64_t *job, char *err, size_t errlen) {
   double timeout = deadline - dc_now();
-  server s = {.c = c, .naddrs = n};
+  server s = {.c = c, .naddrs = n, .protect = protect};
   s.table = calloc((size_t)c->size * (size_t)n, sizeof *s.table);
   s.claimed = malloc(sizeof *s.claimed * (size_t)c->size);
   if (!s.table || !s.claimed) {
@@ -538,9 +563,27 @@ static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
   return DC_ERR_TIMEOUT;
 }
 
+/* Protected mode (no token, no DISTCOMM_INSECURE=1): rank 0 lets in only
+ * this host's processes of this user; a joiner whose coordinator is on
+ * another host fails at once, saying how to give the job a token. */
 dc_status dc_coord_rendezvous(const dc_coord *c, const dc_addr *mine, int n,
                               double deadline, dc_hostfile *all, uint64_t *job,
                               char *err, size_t errlen) {
-  return c->rank == 0 ? serve(c, mine, n, deadline, all, job, err, errlen)
-                      : join(c, mine, n, deadline, all, job, err, errlen);
+  dc_auth auth;
+  dc_status st = dc_auth_from_env(&auth, err, errlen);
+  if (st != DC_OK)
+    return st;
+  int protect = !auth.on && dc_env_flag(DC_ENV_INSECURE) != 1;
+  dc_auth_clear(&auth);
+  if (protect && c->rank != 0 && !dc_addr_is_ours(&c->addr)) {
+    snprintf(err, errlen,
+             "the coordinator %s (%s) is on another host and the job has "
+             "no job token (without one it lets in only this host's "
+             "processes of this user): %s",
+             c->addr.text, c->from, dc_how_to_token());
+    return DC_ERR_CONFIG;
+  }
+  return c->rank == 0
+             ? serve(c, mine, n, deadline, protect, all, job, err, errlen)
+             : join(c, mine, n, deadline, all, job, err, errlen);
 }
