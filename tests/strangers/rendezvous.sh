@@ -11,6 +11,8 @@
 #          does not spin on the listener that accept() fails on (CPU time
 #          under 0.5 s in 4 s; before: 1.2-1.6 s on a loaded machine), and
 #          the real rank 1 joins once they go.
+#   half   a token on rank 0 only: rank 1 fails at once saying so (rank 0's
+#          NONCE says it has one); rank 0 times out naming rank 1.
 set -u
 probe=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -106,4 +108,27 @@ else
   fail "emfile: rank 0 used ${used} ms of CPU in 4 s (pid ${pid:-?}): $(cat "$mp_tmp/emfile.s")"
 fi
 rank1_ok emfile "$p" "after running out of file descriptors"
+
+# A token on rank 0 only: rank 1 (none) says so at once, naming the fix;
+# rank 0 waits for a rank 1 it can trust until its timeout.
+p=$(mp_port_base)
+rank0 half "$p" env DISTCOMM_TIMEOUT=4
+t0=$(now_ms)
+out=$(env -u DISTCOMM_JOB_TOKEN_FILE -u DISTCOMM_SECURE DISTCOMM_COORDINATOR=127.0.0.1:$p \
+  MLX_WORLD_SIZE=2 MLX_RANK=1 timeout -k 2 30 "$probe" init 2>&1)
+rc=$?
+took=$(($(now_ms) - t0))
+if [ $rc -eq 3 ] && [ $took -lt 3000 ] && contains "$out" "ERR ERR_CONFIG" \
+  "has a job token and rank 1 has none" "DISTCOMM_JOB_TOKEN_FILE"; then
+  ok "half: rank 1 without the token failed in $took ms: $out"
+else
+  fail "half: exit $rc after $took ms: $out"
+fi
+wait "$r0"
+rc0=$?
+if [ $rc0 -eq 3 ] && contains "$(cat "$mp_tmp/half.0")" "ERR ERR_TIMEOUT" "missing rank(s) 1"; then
+  ok "half: rank 0 timed out waiting for rank 1: $(tail -1 "$mp_tmp/half.0")"
+else
+  fail "half: rank 0 exit $rc0: $(cat "$mp_tmp/half.0")"
+fi
 mp_finish
