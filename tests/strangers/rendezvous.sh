@@ -11,6 +11,7 @@
 #          does not spin on the listener that accept() fails on (CPU time
 #          under 0.5 s in 4 s; before: 1.2-1.6 s on a loaded machine), and
 #          the real rank 1 joins once they go.
+#   insecure  no token, DISTCOMM_INSECURE=1: the same JOIN is dropped too.
 #   half   a token on rank 0 only: rank 1 fails at once saying so (rank 0's
 #          NONCE says it has one); rank 0 times out naming rank 1.
 set -u
@@ -66,6 +67,29 @@ if grep -q "refused 127.0.0.1:.*MAC" "$mp_tmp/size.0"; then
   ok "size: rank 0 logged: $(grep -m1 refused "$mp_tmp/size.0")"
 else
   fail "size: rank 0 did not log the refusal: $(cat "$mp_tmp/size.0")"
+fi
+
+# The same without a token, DISTCOMM_INSECURE=1: a JOIN nothing vouches
+# for is dropped too, not fatal.
+p=$(mp_port_base)
+rank0 insecure "$p" env -u DISTCOMM_JOB_TOKEN_FILE -u DISTCOMM_SECURE DISTCOMM_INSECURE=1
+out=$(timeout -k 2 30 $py "$here/rv_stranger.py" size "$p" 2>&1)
+if grep -q "world size disagreement" "$mp_tmp/insecure.0" &&
+  ! grep -q "refused 127.0.0.1:.*world size disagreement" "$mp_tmp/insecure.0"; then
+  fail "insecure: a stranger's JOIN aborted rank 0: $(tail -1 "$mp_tmp/insecure.0")"
+else
+  ok "insecure: the stranger's JOIN was refused (stranger: $out)"
+fi
+out=$(env -u DISTCOMM_JOB_TOKEN_FILE -u DISTCOMM_SECURE DISTCOMM_INSECURE=1 \
+  DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_WORLD_SIZE=2 MLX_RANK=1 \
+  timeout -k 2 60 "$probe" init 2>&1)
+rc=$?
+wait "$r0"
+rc0=$?
+if [ $rc -eq 0 ] && [ $rc0 -eq 0 ]; then
+  ok "insecure: the real rank 1 then joined: $out"
+else
+  fail "insecure: exits $rc0/$rc: $out / $(tail -2 "$mp_tmp/insecure.0")"
 fi
 
 # flood
