@@ -268,8 +268,8 @@ void dc_coord_note_no_token(const dc_coord *c) {
   const char *file = dc_env_str(DC_ENV_JOB_TOKEN_FILE);
   if (!(tok && *tok) && !(file && *file) && c->size > 1 && dc_env_verbose())
     fprintf(stderr,
-            "[distcomm rank %d] the job is not authenticated: no "
-            "DISTCOMM_JOB_TOKEN, so any process that reaches the coordinator "
-            "can join or disturb the job\n",
+            "[distcomm rank %d] the job has no DISTCOMM_JOB_TOKEN: only this "
+            "host's processes of this user may join it (or anyone, with "
+            "DISTCOMM_INSECURE=1)\n",
             c->rank);
 }

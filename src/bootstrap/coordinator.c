@@ -3,12 +3,21 @@
  * prints. Messages are a 32-byte header and a text payload:
  *   magic u32 'DCRV', version u16, kind u16, rank u32, size u32,
  *   naddrs u32, len u32, job u64 (little-endian), then len bytes:
- *   JOIN  the sender's addresses, one "ip:port" per line
+ *   NONCE rank 0's first message on every connection: 32 random bytes;
+ *         naddrs is 1 when rank 0 has a job token
+ *   JOIN  the sender's addresses, one "ip:port" per line; with a token
+ *         then the joiner's 32-byte nonce and a MAC (below)
  *   TABLE every rank's addresses in rank order, one per line
  *   ACK   rank 0 has the JOIN: from now on a closed connection means
  *         rank 0 died (before it, the joiner may have reached a previous
  *         job's coordinator, or a squatter: it dials again)
- *   ERROR why rank 0 gave up (printed escaped); job is the dc_status */
+ *   ERROR why rank 0 gave up (printed escaped); job is the dc_status
+ * With a job token a JOIN ends in a MAC over rank 0's nonce, its header and
+ * the rest of its payload; a TABLE or ERROR ends in one over the joiner's
+ * nonce, its header and text (keys from the token: transport/auth.h). A
+ * JOIN that fails it, or that conflicts with the job (world size, rank,
+ * address count), is dropped and logged, never fatal: only the timeout
+ * ends rank 0's wait, and its message names the last refusal. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -22,17 +31,24 @@
 #include "bootstrap/coordinator.h"
 #include "config/env.h"
 #include "core/group.h"
+#include "transport/auth.h"
 #include "transport/frame.h"
+#include "transport/mesh.h"
 #include "transport/sock.h"
 
 #define MAGIC 0x56524344u /* "DCRV" */
-#define VERSION 1
+#define VERSION 2         /* 2: the NONCE first, MACs with a token */
 #define HDR 32
 #define PAYLOAD_MAX (1u << 20)
+#define NONCE DC_AUTH_NONCE_BYTES
+#define MAC DC_AUTH_PROOF_BYTES
+#define LINE_MAX_BYTES 80 /* one address line, as parse_lines reads it */
+/* The most a real JOIN holds: every address, the nonce and the MAC. */
+#define JOIN_MAX (DC_HOSTFILE_MAX_ADDRS * LINE_MAX_BYTES + NONCE + MAC)
 #define JOIN_SECONDS 5.0   /* from accept to a whole JOIN: strangers go */
 #define VERDICT_SLACK 10.0 /* joiners wait this much longer than rank 0 */
 
-enum { K_JOIN = 1, K_TABLE = 2, K_ERROR = 3, K_ACK = 4 };
+enum { K_JOIN = 1, K_TABLE = 2, K_ERROR = 3, K_ACK = 4, K_NONCE = 5 };
 
 typedef struct msg {
   uint32_t kind, rank, size, naddrs, len;
@@ -75,6 +91,53 @@ static dc_status send_msg(int fd, const msg *m, const char *payload,
              : st;
 }
 
+/* The MAC of header h, text[0..n) and extra[0..xn) (a nonce) under label. */
+static void mac_of(const dc_auth *a, const char *label,
+                   const unsigned char nonce[NONCE], const unsigned char h[HDR],
+                   const void *text, size_t n, const void *extra, size_t xn,
+                   unsigned char out[MAC]) {
+  size_t all = NONCE + HDR + n + xn;
+  unsigned char *b = malloc(all);
+  memset(out, 0, MAC);
+  if (!b)
+    return; /* zeros: fails the check on the other end */
+  memcpy(b, nonce, NONCE);
+  memcpy(b + NONCE, h, HDR);
+  if (n)
+    memcpy(b + NONCE + HDR, text, n);
+  if (xn)
+    memcpy(b + NONCE + HDR + n, extra, xn);
+  dc_auth_mac(a, label, b, all, out);
+  free(b);
+}
+
+/* m with text[0..tn), then (with a token) extra and a MAC over all under
+ * the other end's nonce. m->len is set here. */
+static dc_status send_sealed(int fd, msg *m, const dc_auth *a,
+                             const char *label,
+                             const unsigned char nonce[NONCE], const char *text,
+                             size_t tn, const unsigned char *extra, size_t xn,
+                             double deadline) {
+  size_t tail = a->on ? xn + MAC : 0;
+  char *b = malloc(tn + tail + 1);
+  if (!b)
+    return DC_ERR_NOMEM;
+  if (tn)
+    memcpy(b, text, tn);
+  m->len = (uint32_t)(tn + tail);
+  if (a->on) {
+    unsigned char h[HDR];
+    encode(m, h);
+    if (xn)
+      memcpy(b + tn, extra, xn);
+    mac_of(a, label, nonce, h, b, tn + xn, NULL, 0,
+           (unsigned char *)b + tn + xn);
+  }
+  dc_status st = send_msg(fd, m, b, deadline);
+  free(b);
+  return st;
+}
+
 /* Addresses one per line into out[0..n): each must parse. The last line
  * may lack its newline: then p steps past end, and nothing more is read. */
 static dc_status parse_lines(const char *text, size_t len, dc_addr *out, int n,
@@ -82,7 +145,7 @@ static dc_status parse_lines(const char *text, size_t len, dc_addr *out, int n,
   const char *p = text, *end = text + len;
   for (int i = 0; i < n; i++) {
     const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
-    char one[80], why[160];
+    char one[LINE_MAX_BYTES], why[160];
     size_t l = nl ? (size_t)(nl - p) : p < end ? (size_t)(end - p) : 0;
     if (p >= end || l >= sizeof one) {
       snprintf(err, errlen, "address %d of %d is missing or too long", i, n);
@@ -119,6 +182,8 @@ typedef struct joiner {
   unsigned char hdr[HDR];
   msg m;
   char *payload;
+  unsigned char nonce[NONCE];  /* ours, sent on accept */
+  unsigned char theirs[NONCE]; /* from its JOIN (with a token) */
   char from[64];
 } joiner;
 
@@ -127,10 +192,25 @@ typedef struct server {
   int lfd, naddrs;
   joiner *j;
   int nj, cap, joined, timed_out;
-  dc_addr *table; /* size * naddrs */
-  int *claimed;   /* joiner index per rank, -1 */
-  char why[512];  /* set: the rendezvous failed */
+  int protect; /* no token: only our user on this host may join */
+  const dc_auth *auth;
+  int rest;          /* accept hit EMFILE: the listener rests until then */
+  double rest_until; /* or until a descriptor is freed */
+  char refusal[256]; /* the last refusal, for a timeout message */
+  dc_addr *table;    /* size * naddrs */
+  int *claimed;      /* joiner index per rank, -1 */
+  char why[512];     /* set: the rendezvous failed */
 } server;
+
+/* Verbose: a line on stderr about the rendezvous. */
+/* A connection or JOIN refused: remembered for the timeout message, and
+ * logged when verbose. */
+static void refused(server *s, const char *from, const char *why) {
+  snprintf(s->refusal, sizeof s->refusal, "%.60s: %.190s", from, why);
+  if (dc_env_verbose())
+    fprintf(stderr, "[distcomm rank 0] coordinator %s refused %s: %s\n",
+            s->c->addr.text, from, why);
+}
 
 static void drop(joiner *jo) {
   if (jo->fd >= 0)
@@ -140,54 +220,136 @@ static void drop(joiner *jo) {
   jo->payload = NULL;
 }
 
-/* A JOIN that is whole: check it against ours; sets s->why on a conflict
- * that fails the job, drops a stranger quietly. */
+/* Refuse joiner k: log why, tell it (when its JOIN was authentic, or there
+ * is no token: a stranger learns nothing), drop it. Never fatal. */
+static void refuse(server *s, int k, const char *why, int tell) {
+  joiner *jo = &s->j[k];
+  refused(s, jo->from, why);
+  msg e = {.kind = K_ERROR, .job = (uint64_t)DC_ERR_CONFIG};
+  if (tell && jo->fd >= 0)
+    send_sealed(jo->fd, &e, s->auth, "DCRV verdict", jo->theirs, why,
+                strlen(why), NULL, 0, dc_now() + 1.0);
+  drop(jo);
+}
+
+/* Equal, in time that does not depend on where they differ. */
+static int same_mac(const unsigned char *a, const unsigned char *b) {
+  unsigned d = 0;
+  for (int i = 0; i < MAC; i++)
+    d |= (unsigned)(a[i] ^ b[i]);
+  return d == 0;
+}
+
+/* With a token: the JOIN's MAC holds, and its nonce is kept; m.len then
+ * counts only its text. 0 when it fails. */
+static int authentic(server *s, joiner *jo) {
+  if (!s->auth->on)
+    return 1;
+  if (jo->m.len < NONCE + MAC)
+    return 0;
+  size_t tn = jo->m.len - NONCE - MAC;
+  const unsigned char *tail = (const unsigned char *)jo->payload + tn;
+  unsigned char want[MAC];
+  memcpy(jo->theirs, tail, NONCE); /* a refusal goes under it */
+  mac_of(s->auth, "DCRV join", jo->nonce, jo->hdr, jo->payload, tn + NONCE,
+         NULL, 0, want);
+  if (!same_mac(want, tail + NONCE))
+    return 0;
+  jo->m.len = (uint32_t)tn;
+  return 1;
+}
+
+/* Why a whole, authentic JOIN cannot be taken, into why; 0 when it can. */
+static int conflict(const server *s, const joiner *jo, char *why, size_t n) {
+  const msg *m = &jo->m;
+  why[0] = '\0';
+  const dc_coord *c = s->c;
+  char bad[200];
+  if ((int)m->size != c->size)
+    snprintf(why, n,
+             "world size disagreement: the process at %s (rank %u) was "
+             "started with %u ranks, rank 0 with %d",
+             jo->from, m->rank, m->size, c->size);
+  else if (m->rank == 0 || m->rank >= (uint32_t)c->size) /* unsigned */
+    snprintf(why, n, "the process at %s claims rank %u, which %s", jo->from,
+             m->rank,
+             m->rank ? "is out of range"
+                     : "is the coordinator's own (two processes started as "
+                       "rank 0?)");
+  else if (s->claimed[m->rank] >= 0)
+    snprintf(why, n, "rank %u was claimed twice: by %s and by %s", m->rank,
+             s->j[s->claimed[m->rank]].from, jo->from);
+  else if ((int)m->naddrs != s->naddrs)
+    snprintf(why, n,
+             "rank %u (%s) listens on %u address(es), rank 0 on %d: set "
+             "DISTCOMM_IFNAME alike on every rank",
+             m->rank, jo->from, m->naddrs, s->naddrs);
+  else if (parse_lines(jo->payload, m->len, &s->table[m->rank * s->naddrs],
+                       s->naddrs, bad, sizeof bad) != DC_OK)
+    snprintf(why, n, "rank %u (%s) sent a bad address: %s", m->rank, jo->from,
+             bad);
+  else
+    return 0;
+  return 1;
+}
+
+/* Whether a JOIN comes from a process of this job, as far as we can
+ * tell: it proved the token, or (no token) the kernel says it is ours. Its
+ * conflicts then fail the job, as a misconfigured rank's should; anyone
+ * else's (DISTCOMM_INSECURE=1) are only dropped. */
+static int trusted(const server *s) { return s->auth->on || s->protect; }
+
+/* A JOIN that is whole: take it, or refuse it. */
 static void admit(server *s, int k) {
   joiner *jo = &s->j[k];
-  const msg *m = &jo->m;
-  const dc_coord *c = s->c;
-  char why[200];
-  if (m->kind != K_JOIN) {
-    drop(jo);
-  } else if ((int)m->size != c->size) {
-    snprintf(s->why, sizeof s->why,
-             "world size disagreement: the process "
-             "at %s (rank %u) was started with %u ranks, rank 0 with %d",
-             jo->from, m->rank, m->size, c->size);
-  } else if (m->rank == 0 || m->rank >= (uint32_t)c->size) { /* unsigned:
-                                     a rank of 2^31 or more is out too */
-    snprintf(
-        s->why, sizeof s->why,
-        "the process at %s claims rank %u, which "
-        "%s",
-        jo->from, m->rank,
-        m->rank
-            ? "is out of range"
-            : "is the coordinator's own (two processes started as rank 0?)");
-  } else if (s->claimed[m->rank] >= 0) {
-    snprintf(s->why, sizeof s->why,
-             "rank %u was claimed twice: by %s and by "
-             "%s",
-             m->rank, s->j[s->claimed[m->rank]].from, jo->from);
-  } else if ((int)m->naddrs != s->naddrs) {
-    snprintf(s->why, sizeof s->why,
-             "rank %u (%s) listens on %u address(es), "
-             "rank 0 on %d: set DISTCOMM_IFNAME alike on every rank",
-             m->rank, jo->from, m->naddrs, s->naddrs);
-  } else if (parse_lines(jo->payload, m->len, &s->table[m->rank * s->naddrs],
-                         s->naddrs, why, sizeof why) != DC_OK) {
-    snprintf(s->why, sizeof s->why, "rank %u (%s) sent a bad address: %s",
-             m->rank, jo->from, why);
+  char why[400];
+  if (jo->m.kind != K_JOIN) {
+    refuse(s, k, "it sent something other than a JOIN", 0);
+  } else if (!authentic(s, jo)) {
+    refuse(s, k,
+           "its JOIN failed the job token's MAC (a different token, or not "
+           "of this job)",
+           1);
+  } else if (conflict(s, jo, why, sizeof why) && !trusted(s)) {
+    refuse(s, k, why, 1);
+  } else if (why[0] && trusted(s)) {
+    snprintf(s->why, sizeof s->why, "%s", why);
+    jo->rank = -2; /* it hears why with the others */
   } else {
+    const msg *m = &jo->m;
     jo->rank = (int)m->rank;
     s->claimed[m->rank] = k;
     s->joined++;
     msg ack = {.kind = K_ACK, .rank = m->rank, .size = m->size};
     send_msg(jo->fd, &ack, NULL, dc_now() + 1.0);
-    return;
   }
-  if (s->why[0])
-    jo->rank = -2;
+}
+
+/* A header just read: the payload's room, only up to what a real JOIN can
+ * hold (never from the claimed size alone). 0 when it is refused. */
+static int room(server *s, int k) {
+  joiner *jo = &s->j[k];
+  int d = decode(jo->hdr, &jo->m);
+  if (d == -2) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "it speaks another rendezvous version (%u): mixed distcomm "
+             "versions?",
+             (unsigned)dc_get16(jo->hdr + 4));
+    if (s->protect) /* ours, says the kernel: the job cannot work */
+      snprintf(s->why, sizeof s->why, "the process at %s %s", jo->from, why);
+    refuse(s, k, why, 0);
+    return 0;
+  }
+  if (d != 0 || jo->m.kind != K_JOIN || jo->m.len > JOIN_MAX) {
+    refuse(s, k, "it sent no JOIN, or one longer than a real one", 0);
+    return 0;
+  }
+  if (!(jo->payload = malloc(jo->m.len + 1))) {
+    refuse(s, k, "out of memory for its JOIN", 0);
+    return 0;
+  }
+  return 1;
 }
 
 /* Read what is there; a whole JOIN goes to admit(). */
@@ -205,20 +367,82 @@ static void feed(server *s, int k) {
       return;
     }
     jo->have += want ? (size_t)r : 0;
-    if (jo->have == HDR && (decode(jo->hdr, &jo->m) != 0 ||
-                            !(jo->payload = malloc(jo->m.len + 1)))) {
-      if (decode(jo->hdr, &jo->m) == -2)
-        snprintf(s->why, sizeof s->why,
-                 "the process at %s speaks another "
-                 "rendezvous version (%u): mixed distcomm versions?",
-                 jo->from, (unsigned)dc_get16(jo->hdr + 4));
-      drop(jo);
+    if (jo->have == HDR && !room(s, k))
       return;
-    }
     done = jo->have == HDR + jo->m.len && jo->have >= HDR;
   }
   if (done)
     admit(s, k);
+}
+
+/* Connections not yet joined, and the oldest of them: the oldest silent
+ * one (nothing read) first. */
+static int pending(const server *s, int *oldest) {
+  int n = 0, best = -1;
+  for (int k = 0; k < s->nj; k++) {
+    const joiner *jo = &s->j[k];
+    if (jo->fd < 0 || jo->rank >= 0)
+      continue;
+    n++;
+    if (best < 0 || (jo->have == 0) > (s->j[best].have == 0) ||
+        ((jo->have == 0) == (s->j[best].have == 0) &&
+         jo->since < s->j[best].since))
+      best = k;
+  }
+  *oldest = best;
+  return n;
+}
+
+/* A slot for a new connection: a dropped one again, or a new one. */
+static int slot(server *s) {
+  for (int k = 0; k < s->nj; k++)
+    if (s->j[k].fd < 0 && s->j[k].rank < 0)
+      return k;
+  if (s->nj == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    joiner *j = realloc(s->j, sizeof *j * (size_t)cap);
+    if (!j)
+      return -1;
+    s->j = j;
+    s->cap = cap;
+  }
+  return s->nj++;
+}
+
+/* Our NONCE to a new connection (a fresh socket takes 64 bytes at once). */
+static int greet(server *s, joiner *jo) {
+  if (getrandom(jo->nonce, NONCE, 0) != NONCE)
+    return 0;
+  unsigned char b[HDR + NONCE];
+  msg m = {.kind = K_NONCE,
+           .size = (uint32_t)s->c->size,
+           .naddrs = (uint32_t)s->auth->on,
+           .len = NONCE};
+  encode(&m, b);
+  memcpy(b + HDR, jo->nonce, NONCE);
+  return send(jo->fd, b, sizeof b, MSG_DONTWAIT | MSG_NOSIGNAL) ==
+         (ssize_t)sizeof b;
+}
+
+/* Joiners waiting at once: enough for every rank twice and some strangers;
+ * past it the oldest silent one goes. */
+static int joiners_max(const server *s) { return 2 * s->c->size + 32; }
+
+static void welcome(server *s, int fd, const char *from) {
+  int old, k;
+  if (pending(s, &old) >= joiners_max(s))
+    refuse(s, old,
+           "too many connections waiting to join: the oldest "
+           "silent one goes",
+           0);
+  if ((k = slot(s)) < 0) {
+    close(fd);
+    return;
+  }
+  s->j[k] = (joiner){.fd = fd, .rank = -1, .since = dc_now()};
+  snprintf(s->j[k].from, sizeof s->j[k].from, "%s", from);
+  if (!greet(s, &s->j[k]))
+    drop(&s->j[k]);
 }
 
 static void take(server *s) {
@@ -226,23 +450,32 @@ static void take(server *s) {
     int fd;
     char from[64], why[128];
     struct pollfd p = {.fd = s->lfd, .events = POLLIN};
-    if (poll(&p, 1, 0) <= 0 ||
-        dc_sock_accept(s->lfd, dc_now(), &fd, from, sizeof from, why,
-                       sizeof why) != DC_OK)
+    if (poll(&p, 1, 0) <= 0)
       return;
-    if (s->nj == s->cap) {
-      int cap = s->cap ? 2 * s->cap : 16;
-      joiner *j = realloc(s->j, sizeof *j * (size_t)cap);
-      if (!j) {
-        close(fd);
-        return;
+    errno = 0;
+    if (dc_sock_accept(s->lfd, dc_now(), &fd, from, sizeof from, why,
+                       sizeof why) != DC_OK) {
+      if (errno == EMFILE || errno == ENFILE) { /* the listener stays
+                            readable: rest it, and free the oldest silent */
+        int old;
+        s->rest = 1;
+        s->rest_until = dc_now() + 0.5;
+        if (pending(s, &old) > 0)
+          refuse(s, old,
+                 "out of file descriptors: the oldest silent "
+                 "connection goes",
+                 0);
       }
-      s->j = j;
-      s->cap = cap;
+      return;
     }
-    s->j[s->nj] = (joiner){.fd = fd, .rank = -1, .since = dc_now()};
-    snprintf(s->j[s->nj].from, sizeof s->j[s->nj].from, "%s", from);
-    s->nj++;
+    if (s->protect && !dc_sock_peer_is_us(fd)) {
+      refused(s, from,
+              "no job token, so only this host's processes of this user may "
+              "join");
+      close(fd);
+      continue;
+    }
+    welcome(s, fd, from);
   }
 }
 
@@ -256,7 +489,9 @@ static void serve_round(server *s, double deadline) {
     free(map);
     return;
   }
-  pf[0] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+  if (s->rest && dc_now() > s->rest_until)
+    s->rest = 0;
+  pf[0] = (struct pollfd){.fd = s->rest ? -1 : s->lfd, .events = POLLIN};
   for (int k = 0; k < s->nj; k++)
     if (s->j[k].fd >= 0 && s->j[k].rank < 0) {
       map[n] = k;
@@ -271,8 +506,11 @@ static void serve_round(server *s, double deadline) {
     take(s);
   for (int k = 0; k < s->nj; k++)
     if (s->j[k].fd >= 0 && s->j[k].rank < 0 &&
-        dc_now() - s->j[k].since > JOIN_SECONDS)
+        dc_now() - s->j[k].since > JOIN_SECONDS) {
+      refused(s, s->j[k].from, "no whole JOIN within 5 s");
       drop(&s->j[k]);
+      s->rest = 0; /* a descriptor is free */
+    }
   free(pf);
   free(map);
 }
@@ -289,7 +527,11 @@ static void missing(server *s, double timeout) {
     if (s->claimed[r] < 0 && shown++ < 16)
       at += (size_t)snprintf(s->why + at, sizeof s->why - at, " %d", r);
   if (shown > 16)
-    snprintf(s->why + at, sizeof s->why - at, " and %d more", shown - 16);
+    at += (size_t)snprintf(s->why + at, sizeof s->why - at, " and %d more",
+                           shown - 16);
+  if (s->refusal[0] && at < sizeof s->why)
+    snprintf(s->why + at, sizeof s->why - at, " (last refused: %s)",
+             s->refusal);
 }
 
 static uint64_t pick_job(void) {
@@ -311,15 +553,16 @@ static dc_status answer(server *s, uint64_t job, char *err, size_t errlen) {
   msg m = {
       .size = (uint32_t)s->c->size, .naddrs = (uint32_t)s->naddrs, .job = job};
   char *text = NULL;
+  uint32_t tn = 0;
   if (!s->why[0]) {
-    text = lines(s->table, s->c->size * s->naddrs, &m.len);
+    text = lines(s->table, s->c->size * s->naddrs, &tn);
     if (!text)
       snprintf(s->why, sizeof s->why, "out of memory");
   }
   if (s->why[0]) {
     free(text);
     text = s->why;
-    m.len = (uint32_t)strlen(s->why);
+    tn = (uint32_t)strlen(s->why);
   }
   dc_status st = s->timed_out ? DC_ERR_TIMEOUT : DC_ERR_CONFIG;
   m.kind = s->why[0] ? K_ERROR : K_TABLE;
@@ -329,7 +572,8 @@ static dc_status answer(server *s, uint64_t job, char *err, size_t errlen) {
   for (int k = 0; k < s->nj; k++)
     if (s->j[k].fd >= 0 && (s->j[k].rank >= 0 || s->j[k].rank == -2)) {
       m.rank = (uint32_t)s->j[k].rank;
-      send_msg(s->j[k].fd, &m, text, deadline);
+      send_sealed(s->j[k].fd, &m, s->auth, "DCRV verdict", s->j[k].theirs, text,
+                  tn, NULL, 0, deadline);
     }
   if (!s->why[0]) {
     free(text);
@@ -377,10 +621,11 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
 }
 
 static dc_status serve(const dc_coord *c, const dc_addr *mine, int n,
-                       double deadline, dc_hostfile *all, uint64_t *job,
-                       char *err, size_t errlen) {
+                       double deadline, const dc_auth *a, int protect,
+                       dc_hostfile *all, uint64_t *job, char *err,
+                       size_t errlen) {
   double timeout = deadline - dc_now();
-  server s = {.c = c, .naddrs = n};
+  server s = {.c = c, .naddrs = n, .protect = protect, .auth = a};
   s.table = calloc((size_t)c->size * (size_t)n, sizeof *s.table);
   s.claimed = malloc(sizeof *s.claimed * (size_t)c->size);
   if (!s.table || !s.claimed) {
@@ -416,15 +661,47 @@ static dc_status serve(const dc_coord *c, const dc_addr *mine, int n,
 
 /* ---- every other rank ------------------------------------------------ */
 
+/* What a joiner knows of its connection: the token, and both nonces. */
+typedef struct chan {
+  const dc_auth *auth;
+  unsigned char theirs[NONCE], mine[NONCE];
+} chan;
+
+/* The most a real TABLE or ERROR holds (its MAC included). */
+static size_t verdict_max(const dc_coord *c, int n) {
+  size_t t = (size_t)c->size * (size_t)n * LINE_MAX_BYTES;
+  return (t > 1024 ? t : 1024) + MAC;
+}
+
+/* With a token: the verdict's MAC holds (under our nonce); m->len then
+ * counts only its text. */
+static int sealed_ok(const chan *L, const unsigned char h[HDR], msg *m,
+                     const char *text) {
+  if (!L->auth->on)
+    return 1;
+  if (m->len < MAC)
+    return 0;
+  unsigned char want[MAC];
+  mac_of(L->auth, "DCRV verdict", L->mine, h, text, m->len - MAC, NULL, 0,
+         want);
+  if (!same_mac(want, (const unsigned char *)text + m->len - MAC))
+    return 0;
+  m->len -= MAC;
+  return 1;
+}
+
 /* Rank 0's TABLE or ERROR; h holds its header when it came first (no ACK
  * before an ERROR for the JOIN that caused it). */
-static dc_status verdict(const dc_coord *c, int fd, int n, double deadline,
-                         unsigned char h[HDR], int have, dc_hostfile *all,
-                         uint64_t *job, char *err, size_t errlen) {
+static dc_status verdict(const dc_coord *c, const chan *L, int fd, int n,
+                         double deadline, unsigned char h[HDR], int have,
+                         dc_hostfile *all, uint64_t *job, char *err,
+                         size_t errlen) {
   msg m;
   dc_status st =
       have ? DC_OK : dc_sock_read_all(fd, h, HDR, deadline + VERDICT_SLACK);
   int bad = st == DC_OK ? decode(h, &m) : 0;
+  if (!bad && st == DC_OK && m.len > verdict_max(c, n))
+    bad = -3;
   char *text = st == DC_OK && !bad ? malloc(m.len + 1) : NULL;
   if (text)
     st = dc_sock_read_all(fd, text, m.len, deadline + VERDICT_SLACK);
@@ -440,6 +717,15 @@ static dc_status verdict(const dc_coord *c, int fd, int n, double deadline,
              c->addr.text, c->from);
     free(text);
     return st != DC_OK ? st : bad ? DC_ERR_CONFIG : DC_ERR_NOMEM;
+  }
+  if (!sealed_ok(L, h, &m, text)) {
+    snprintf(err, errlen,
+             "the coordinator %s (%s) did not prove the job token: its "
+             "answer's MAC does not match this rank's token (another "
+             "token, or not this job's rank 0)",
+             c->addr.text, c->from);
+    free(text);
+    return DC_ERR_AUTH;
   }
   text[m.len] = '\0';
   if (m.kind == K_ERROR) {
@@ -480,21 +766,56 @@ static dc_status verdict(const dc_coord *c, int fd, int n, double deadline,
   return DC_OK;
 }
 
-/* The first answer to our JOIN, within ACK_SECONDS, into h: 1 an ACK, 2 a
- * verdict already, 0 nothing or a close (dial again), -1 not ours. */
+/* Rank 0's NONCE, its first message, into L->theirs: 1 got it, 0 nothing
+ * or a close (dial again), -1 not ours, -3 one of us has a token and the
+ * other none (err says). */
 #define ACK_SECONDS 5.0
-static int acked(int fd, const dc_coord *c, const dc_addr *mine, int n,
-                 double deadline, unsigned char h[HDR]) {
+static int greeted(int fd, const dc_coord *c, chan *L, double until, char *err,
+                   size_t errlen) {
+  unsigned char g[HDR];
+  msg m;
+  if (dc_sock_read_all(fd, g, HDR, until) != DC_OK)
+    return 0;
+  if (decode(g, &m) != 0 || m.kind != K_NONCE || m.len != NONCE)
+    return -1;
+  if (dc_sock_read_all(fd, L->theirs, NONCE, until) != DC_OK)
+    return 0;
+  if (m.naddrs == (uint32_t)L->auth->on)
+    return 1;
+  snprintf(err, errlen,
+           "rank 0 (the coordinator %s, %s) has %s job token and rank %d "
+           "has %s: give every rank the same DISTCOMM_JOB_TOKEN or "
+           "DISTCOMM_JOB_TOKEN_FILE (distcomm-launch does), or none",
+           c->addr.text, c->from, m.naddrs ? "a" : "no", c->rank,
+           L->auth->on ? "one" : "none");
+  return -3;
+}
+
+/* The first answer to our JOIN, within ACK_SECONDS, into h: 1 an ACK, 2 a
+ * verdict already, 0 nothing or a close (dial again), -1 not ours, -3 a
+ * token on one side only. */
+static int acked(int fd, const dc_coord *c, chan *L, const dc_addr *mine, int n,
+                 double deadline, unsigned char h[HDR], char *err,
+                 size_t errlen) {
+  double until = dc_now() + ACK_SECONDS;
+  int g = greeted(fd, c, L, until < deadline ? until : deadline, err, errlen);
+  if (g <= 0)
+    return g;
+  if (getrandom(L->mine, NONCE, 0) != NONCE)
+    return 0;
   msg m = {.kind = K_JOIN,
            .rank = (uint32_t)c->rank,
            .size = (uint32_t)c->size,
            .naddrs = (uint32_t)n};
-  char *text = lines(mine, n, &m.len);
-  dc_status st = text ? send_msg(fd, &m, text, deadline) : DC_ERR_NOMEM;
+  uint32_t tn = 0;
+  char *text = lines(mine, n, &tn);
+  dc_status st = text ? send_sealed(fd, &m, L->auth, "DCRV join", L->theirs,
+                                    text, tn, L->mine, NONCE, deadline)
+                      : DC_ERR_NOMEM;
   free(text);
   if (st != DC_OK)
     return 0;
-  double until = dc_now() + ACK_SECONDS;
+  until = dc_now() + ACK_SECONDS;
   if (dc_sock_read_all(fd, h, HDR, until < deadline ? until : deadline) !=
       DC_OK)
     return 0;
@@ -504,8 +825,8 @@ static int acked(int fd, const dc_coord *c, const dc_addr *mine, int n,
 }
 
 static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
-                      double deadline, dc_hostfile *all, uint64_t *job,
-                      char *err, size_t errlen) {
+                      double deadline, const dc_auth *a, dc_hostfile *all,
+                      uint64_t *job, char *err, size_t errlen) {
   double timeout = deadline - dc_now();
   for (int tries = 0; dc_now() < deadline; tries++) {
     int fd, got;
@@ -515,14 +836,17 @@ static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
       usleep(200000);
     if (dc_sock_connect(&c->addr, deadline, &fd, why, sizeof why) != DC_OK)
       break;
-    got = acked(fd, c, mine, n, deadline, h);
+    chan L = {.auth = a};
+    got = acked(fd, c, &L, mine, n, deadline, h, err, errlen);
     if (got > 0) {
       dc_status st =
-          verdict(c, fd, n, deadline, h, got == 2, all, job, err, errlen);
+          verdict(c, &L, fd, n, deadline, h, got == 2, all, job, err, errlen);
       close(fd);
       return st;
     }
     close(fd);
+    if (got == -3)
+      return DC_ERR_CONFIG;
     if (got < 0) {
       snprintf(err, errlen,
                "the process at %s (%s) is not a distcomm "
@@ -538,9 +862,29 @@ static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
   return DC_ERR_TIMEOUT;
 }
 
+/* Protected mode (no token, no DISTCOMM_INSECURE=1): rank 0 lets in only
+ * this host's processes of this user; a joiner whose coordinator is on
+ * another host fails at once, saying how to give the job a token. */
 dc_status dc_coord_rendezvous(const dc_coord *c, const dc_addr *mine, int n,
                               double deadline, dc_hostfile *all, uint64_t *job,
                               char *err, size_t errlen) {
-  return c->rank == 0 ? serve(c, mine, n, deadline, all, job, err, errlen)
-                      : join(c, mine, n, deadline, all, job, err, errlen);
+  dc_auth auth;
+  dc_status st = dc_auth_from_env(&auth, err, errlen);
+  if (st != DC_OK)
+    return st;
+  int protect = !auth.on && dc_env_flag(DC_ENV_INSECURE) != 1;
+  if (protect && c->rank != 0 && !dc_addr_is_ours(&c->addr)) {
+    snprintf(err, errlen,
+             "the coordinator %s (%s) is on another host and the job has "
+             "no job token (without one it lets in only this host's "
+             "processes of this user): %s",
+             c->addr.text, c->from, dc_how_to_token());
+    st = DC_ERR_CONFIG;
+  } else if (c->rank == 0) {
+    st = serve(c, mine, n, deadline, &auth, protect, all, job, err, errlen);
+  } else {
+    st = join(c, mine, n, deadline, &auth, all, job, err, errlen);
+  }
+  dc_auth_clear(&auth);
+  return st;
 }

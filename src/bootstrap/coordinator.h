@@ -12,9 +12,12 @@
  * processes claim one rank, when a rank announces another world size or
  * another number of addresses, or when a rank has not come by the timeout
  * (naming the missing ranks). A joiner whose coordinator dies learns it from
- * the closed connection at once. No message carries the job token: a
- * stranger can make a rendezvous fail (clearly), and with a token it cannot
- * join the job, because every connection after it proves the token.
+ * the closed connection at once. With a job token every JOIN and answer
+ * carries a MAC under a key from it (the token itself is never sent), and
+ * a JOIN without a good one is dropped; without a token only this host's
+ * processes of this user may join (protected mode), unless
+ * DISTCOMM_INSECURE=1. Conflicts from a JOIN so trusted fail the job (a
+ * misconfigured rank); any other JOIN is only dropped and logged.
  *
  * Nothing here knows dc_group: errors come back as text. */
 #ifndef DC_BOOTSTRAP_COORDINATOR_H
@@ -48,8 +51,8 @@ dc_status dc_coord_from_env_sized(dc_coord *c, int rows, const char *rows_from,
 dc_status dc_iface_addr(const char *name, dc_addr *out, char *err,
                         size_t errlen);
 
-/* When verbose and the job has no token: say once on stderr that it is not
- * authenticated (anyone who reaches the coordinator can disturb it). */
+/* When verbose and the job has no token: say once on stderr that only this
+ * host's processes of this user may join it (protected mode). */
 void dc_coord_note_no_token(const dc_coord *c);
 
 /* The addresses (port 0) this rank should listen on: one per interface of

@@ -46,6 +46,9 @@
   X(SECURE, "DISTCOMM_SECURE", TEXT, "0", 0, 0,                                \
     "1 or auth: every frame on TCP carries a MAC under a per-connection key "  \
     "from the job token (needs a token; nothing is encrypted)")                \
+  X(INSECURE, "DISTCOMM_INSECURE", SWITCH, "0", 0, 0,                          \
+    "1: a job without a token lets in anyone who reaches its addresses "       \
+    "(0: only this host's processes of this user, one host only)")             \
   X(SOCKETS, "DISTCOMM_SOCKETS", COUNT, "2", 1, 16,                            \
     "TCP connections per address (1 to 16; unset: 1 when "                     \
     "more than 16 ranks share one IP address; alike on every rank)")           \

@@ -314,6 +314,29 @@ int dc_auth_verify(const dc_auth *a, const dc_auth_bind *b, int dir,
   return ok;
 }
 
+void dc_auth_mac(const dc_auth *a, const char *label, const void *msg, size_t n,
+                 unsigned char out[DC_AUTH_PROOF_BYTES]) {
+  memset(out, 0, DC_AUTH_PROOF_BYTES);
+  if (!a->on)
+    return;
+  unsigned char sub[DC_AUTH_KEY_BYTES]; /* a key of its own per label */
+  na.hash(sub, sizeof sub, (const unsigned char *)label, strlen(label), a->key,
+          sizeof a->key);
+  na.hash(out, DC_AUTH_PROOF_BYTES, msg, n, sub, sizeof sub);
+  na.zero(sub, sizeof sub);
+}
+
+int dc_auth_mac_ok(const dc_auth *a, const char *label, const void *msg,
+                   size_t n, const unsigned char mac[DC_AUTH_PROOF_BYTES]) {
+  if (!a->on)
+    return 0;
+  unsigned char want[DC_AUTH_PROOF_BYTES];
+  dc_auth_mac(a, label, msg, n, want);
+  int ok = na.cmp(want, mac, sizeof want) == 0;
+  na.zero(want, sizeof want);
+  return ok;
+}
+
 void dc_auth_clear(dc_auth *a) {
   if (a->on)
     na.zero(a->key, sizeof a->key);

@@ -70,6 +70,14 @@ void dc_auth_prove(const dc_auth *a, const dc_auth_bind *b, int dir,
 int dc_auth_verify(const dc_auth *a, const dc_auth_bind *b, int dir,
                    const unsigned char proof[DC_AUTH_PROOF_BYTES]);
 
+/* A MAC of msg under a key derived from the token's key and label (the
+ * coordinator's messages: src/bootstrap/coordinator.c); zeros when off. */
+void dc_auth_mac(const dc_auth *a, const char *label, const void *msg, size_t n,
+                 unsigned char out[DC_AUTH_PROOF_BYTES]);
+/* 1 when mac is msg's (constant-time compare); 0 when off. */
+int dc_auth_mac_ok(const dc_auth *a, const char *label, const void *msg,
+                   size_t n, const unsigned char mac[DC_AUTH_PROOF_BYTES]);
+
 /* Wipe the key. */
 void dc_auth_clear(dc_auth *a);
 

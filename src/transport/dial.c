@@ -249,6 +249,8 @@ static dc_status mesh_connect(dc_engine *t, const dc_engine_plan *p, char *err,
   dc_auth auth; /* read for every group: split groups prove it too */
   err[0] = '\0';
   dc_status st = dc_auth_from_env(&auth, err, errlen);
+  if (st == DC_OK)
+    st = dc_plan_protected(p, auth.on, err, errlen);
   if (st != DC_OK)
     return st;
   st = connect_and_accept(t, p, &auth, err, errlen);

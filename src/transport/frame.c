@@ -232,10 +232,10 @@ const char *dc_hello_reason_text(uint32_t reason) {
     return "the connecting rank has a DISTCOMM_JOB_TOKEN, the accepting rank "
            "has none (start every rank through distcomm-launch, or none)";
   case DC_REFUSE_SOURCE:
-    return "the job has no token and the connection came from an address "
-           "that is not the claimed rank's, or to a Unix socket from another "
-           "user (if a rank connects from another interface, give every rank "
-           "DISTCOMM_JOB_TOKEN or DISTCOMM_JOB_TOKEN_FILE)";
+    return "the job has no token, so it lets in only this host's processes "
+           "of this user, and the kernel says this connection is not one "
+           "(for a job across hosts, give every rank DISTCOMM_JOB_TOKEN or "
+           "DISTCOMM_JOB_TOKEN_FILE, or start it with distcomm-launch)";
   case DC_REFUSE_SECURE:
     return "DISTCOMM_SECURE differs between the two ranks (authenticated "
            "frames on one, not on the other): set it alike on every rank";

@@ -104,13 +104,21 @@ static inline int dc_plan_accepts(const dc_engine_plan *p, int q) {
  * addresses (the mesh backend's links are the point there). */
 int dc_plan_local(const dc_engine_plan *p, int q, int lane);
 
-/* Without a job token, whether the connection fd may claim rank q: it
- * comes from one of q's addresses in the plan, from this host, or, with
- * ring neighbours only (a ring of cables, where the dialer's source is its
- * end of our link, not an address it listens on), from the subnet of our
- * end of that link. A stranger elsewhere cannot take a rank's place by
- * guessing the job id. Over a Unix socket: the peer runs as our user.
- * With a token the proofs decide (source.c). */
+/* Without a job token (protected mode), whether the connection fd may
+ * claim rank q: the kernel says its other end is a process of this user on
+ * this host (SO_PEERCRED, or NETLINK_SOCK_DIAG for TCP); anyone with
+ * DISTCOMM_INSECURE=1. With a token the proofs decide (source.c). */
 int dc_plan_source_ok(const dc_engine_plan *p, int q, int fd);
+
+/* Whether every address in the plan is one of this host's (source.c). */
+int dc_plan_one_host(const dc_engine_plan *p);
+
+/* Protected mode: a job without a token (token 0) whose plan spans hosts
+ * fails (DC_ERR_CONFIG, err says how to give one or opt out) unless
+ * DISTCOMM_INSECURE=1, which rank 0 then states once on stderr. */
+dc_status dc_plan_protected(const dc_engine_plan *p, int token, char *err,
+                            size_t errlen);
+/* How to give a job a token, or opt out: one sentence for errors. */
+const char *dc_how_to_token(void);
 
 #endif

@@ -61,5 +61,12 @@ void dc_sock_unix_twin(const dc_addr *tcp, dc_addr *out);
 /* The pid at the other end of a Unix socket, from the kernel; -1 unless
  * it runs as our user. */
 pid_t dc_sock_peer_pid(int fd);
+/* Whether the other end of fd (Unix or TCP) is a process of our user on
+ * this host, as the kernel says: SO_PEERCRED, or for TCP the uid that
+ * NETLINK_SOCK_DIAG gives the peer's socket (none is found when the peer
+ * is on another host). In source.c. */
+int dc_sock_peer_is_us(int fd);
+/* Whether a is an address of this host (loopback or an interface's). */
+int dc_addr_is_ours(const dc_addr *a);
 
 #endif

@@ -20,6 +20,9 @@ base=$(mp_port_base)
 printf '[["%s.1:%d"],["%s.2:%d"]]\n' "$net" "$base" "$net" $((base + 1)) >"$mp_tmp/hf.json"
 export DISTCOMM_JOB_ID
 DISTCOMM_JOB_ID=$(printf '%04x%04x%04x%04x' $RANDOM $RANDOM $RANDOM $RANDOM)
+# Two hosts: a job across hosts needs a token (protected mode).
+export DISTCOMM_JOB_TOKEN
+DISTCOMM_JOB_TOKEN=fault-netns-token-$DISTCOMM_JOB_ID
 
 # start NAME TIMEOUT ARGS...: rank 0 on host a, rank 1 on host b.
 start() {

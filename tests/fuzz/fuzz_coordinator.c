@@ -11,8 +11,12 @@
  *           in a NUL.
  *   mode 2  the header decoder and the address-list parser alone.
  * The first input byte picks the mode, the second the world size (2..9)
- * and addresses per rank (1..3), the third (mode 1) whether the header came
- * first. The coordinator's functions are static: this file includes
+ * and addresses per rank (1..3), the third: bit 0 (mode 1) whether the
+ * header came first, bit 1 a job token (rank 0's and the joiner's nonces
+ * are zeros), bit 2 that the harness signs each message: it appends the
+ * MAC of the header and the len - 32 payload bytes that follow, so the
+ * fuzzer reaches what comes after a good MAC as well as a bad one.
+ * The coordinator's functions are static: this file includes
  * coordinator.c, so the library exposes nothing for the fuzzer. */
 #include "bootstrap/coordinator.c"
 
@@ -48,16 +52,51 @@ static int stream_of(const uint8_t *data, size_t n) {
   return sv[1];
 }
 
+/* The token's auth, once (off when libsodium cannot be loaded). */
+static const dc_auth *fuzz_auth(int token) {
+  static dc_auth on, off;
+  static int tried;
+  char err[256];
+  if (!tried++ && dc_auth_from_token("fuzz-token-0123456789abcdef", &on, err,
+                                     sizeof err) != DC_OK)
+    on.on = 0;
+  return token ? &on : &off;
+}
+
+/* A signed copy of the message at data[0..n) (its header, then len - MAC
+ * payload bytes) with the MAC under label and a zero nonce appended, into
+ * *out (free it) and *outn (0 when it cannot sign); returns the input
+ * bytes it took. */
+static size_t sign(const dc_auth *a, const char *label,
+                   const unsigned char *hdr, const uint8_t *data, size_t n,
+                   uint8_t **out, size_t *outn) {
+  static const unsigned char zero[NONCE];
+  *outn = 0;
+  if (!a->on)
+    return 0;
+  uint32_t len = dc_get32(hdr + 20);
+  if (len < MAC || len > PAYLOAD_MAX || n < len - MAC)
+    return 0;
+  size_t body = len - MAC;
+  if (!(*out = malloc(body + MAC)))
+    abort();
+  memcpy(*out, data, body);
+  mac_of(a, label, zero, hdr, data, body, NULL, 0, *out + body);
+  *outn = body + MAC;
+  return body;
+}
+
 static void check_addrs(const dc_addr *a, int n) {
   for (int i = 0; i < n; i++)
     if (!memchr(a[i].text, '\0', sizeof a[i].text) || a[i].text[0] == '\0')
       abort();
 }
 
-static void rank0_side(const uint8_t *data, size_t n, int size, int naddrs) {
+static void rank0_side(const uint8_t *data, size_t n, int size, int naddrs,
+                       const dc_auth *a, int signs) {
   dc_coord c = {.from = "fuzz", .rank = 0, .size = size};
   snprintf(c.addr.text, sizeof c.addr.text, "127.0.0.1:1");
-  server s = {.c = &c, .lfd = -1, .naddrs = naddrs};
+  server s = {.c = &c, .lfd = -1, .naddrs = naddrs, .auth = a};
   s.table = calloc((size_t)size * (size_t)naddrs, sizeof *s.table);
   s.claimed = malloc(sizeof *s.claimed * (size_t)size);
   s.j = calloc(JOINERS, sizeof *s.j);
@@ -67,7 +106,21 @@ static void rank0_side(const uint8_t *data, size_t n, int size, int naddrs) {
   for (int r = 0; r < size; r++)
     s.claimed[r] = -1;
   for (int k = 0; k < JOINERS && n > 0 && !s.why[0]; k++) {
-    int fd = stream_of(data, n);
+    uint8_t *signed_msg = NULL;
+    size_t sn = 0, took = signs && n >= HDR
+                              ? sign(a, "DCRV join", data, data + HDR, n - HDR,
+                                     &signed_msg, &sn)
+                              : 0;
+    uint8_t *whole = NULL;
+    if (sn) { /* the header, the payload, the MAC */
+      if (!(whole = malloc(HDR + sn)))
+        abort();
+      memcpy(whole, data, HDR);
+      memcpy(whole + HDR, signed_msg, sn);
+      free(signed_msg);
+    }
+    int fd = sn ? stream_of(whole, HDR + sn) : stream_of(data, n);
+    free(whole);
     if (fd < 0)
       break;
     s.j[k] = (joiner){.fd = fd, .rank = -1, .since = dc_now()};
@@ -75,9 +128,9 @@ static void rank0_side(const uint8_t *data, size_t n, int size, int naddrs) {
     s.nj = k + 1;
     feed(&s, k); /* reads to the end: the far end is closed */
     joiner *jo = &s.j[k];
-    if (jo->have > n || (jo->fd >= 0 && jo->rank == -1))
+    if ((!sn && jo->have > n) || (jo->fd >= 0 && jo->rank == -1))
       abort(); /* read past the input, or neither judged nor dropped */
-    size_t used = jo->have;
+    size_t used = sn ? HDR + took : jo->have;
     if (used == 0)
       break;
     data += used;
@@ -103,7 +156,7 @@ static void rank0_side(const uint8_t *data, size_t n, int size, int naddrs) {
 }
 
 static void joiner_side(const uint8_t *data, size_t n, int size, int naddrs,
-                        int header_first) {
+                        int header_first, const dc_auth *a, int signs) {
   dc_coord c = {.from = "fuzz", .rank = 1, .size = size};
   snprintf(c.addr.text, sizeof c.addr.text, "127.0.0.1:1");
   unsigned char h[HDR] = {0};
@@ -113,14 +166,34 @@ static void joiner_side(const uint8_t *data, size_t n, int size, int naddrs,
     data += HDR;
     n -= HDR;
   }
-  int fd = stream_of(data, n);
+  /* the header: h, or the stream's first bytes */
+  const unsigned char *hp = have ? h : n >= HDR ? data : NULL;
+  const uint8_t *rest = have ? data : data + HDR;
+  size_t rn = have ? n : n >= HDR ? n - HDR : 0;
+  uint8_t *mac_body = NULL, *whole = NULL;
+  size_t sn = 0;
+  if (signs && hp)
+    sign(a, "DCRV verdict", hp, rest, rn, &mac_body, &sn);
+  size_t wn = 0;
+  if (sn) {
+    if (!(whole = malloc(HDR + sn)))
+      abort();
+    if (!have)
+      memcpy(whole, data, HDR);
+    memcpy(whole + (have ? 0 : HDR), mac_body, sn);
+    wn = (have ? 0 : HDR) + sn;
+    free(mac_body);
+  }
+  int fd = sn ? stream_of(whole, wn) : stream_of(data, n);
+  free(whole);
   if (fd < 0)
     return;
   dc_hostfile all = {0};
   uint64_t job = 0;
   char err[512] = "";
-  dc_status st = verdict(&c, fd, naddrs, dc_now() + 1.0, h, have, &all, &job,
-                         err, sizeof err);
+  chan L = {.auth = a}; /* our nonce: zeros, as the harness signs with */
+  dc_status st = verdict(&c, &L, fd, naddrs, dc_now() + 1.0, h, have, &all,
+                         &job, err, sizeof err);
   close(fd);
   if (st == DC_OK) {
     if (all.nranks != size || all.naddrs != naddrs || !all.addrs)
@@ -162,13 +235,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   int mode = data[0] % 3;
   int world = 2 + data[1] % 8, naddrs = 1 + (data[1] >> 4) % 3;
-  int header_first = data[2] & 1;
+  int header_first = data[2] & 1, signs = (data[2] >> 2) & 1;
+  const dc_auth *a = fuzz_auth((data[2] >> 1) & 1);
   data += 3;
   size -= 3;
   if (mode == 0)
-    rank0_side(data, size, world, naddrs);
+    rank0_side(data, size, world, naddrs, a, signs);
   else if (mode == 1)
-    joiner_side(data, size, world, naddrs, header_first);
+    joiner_side(data, size, world, naddrs, header_first, a, signs);
   else
     decoders(data, size, naddrs);
   return 0;

@@ -14,6 +14,10 @@ hosts_up "$nh" || { fail "the test hosts did not come up"; finish; }
 unset MLX_RANK MLX_HOSTFILE DISTCOMM_JOB_TOKEN MLX_WORLD_SIZE RANK WORLD_SIZE \
   MASTER_ADDR MASTER_PORT SLURM_PROCID SLURM_NTASKS DISTCOMM_COORDINATOR \
   MLX_JACCL_COORDINATOR OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK DISTCOMM_IFNAME
+# A job across hosts needs a token (protected mode): one file on the shared
+# file system, as a scheduler's secret or a shared home gives every rank.
+(umask 077 && printf 'coordinator-test-token-%s%s\n' "$RANDOM" "$RANDOM" >"$T/token")
+export DISTCOMM_JOB_TOKEN_FILE=$T/token
 
 # run NAME VARS_FN ARGS...: every rank in its host, the conformance suite
 # with ARGS; VARS_FN R prints rank R's variables.

@@ -22,6 +22,9 @@ hosts_up "$nh" || { fail "the test hosts did not come up"; finish; }
 unset MLX_RANK MLX_HOSTFILE DISTCOMM_JOB_TOKEN MLX_WORLD_SIZE RANK WORLD_SIZE \
   MASTER_ADDR MASTER_PORT SLURM_PROCID SLURM_NTASKS DISTCOMM_COORDINATOR \
   MLX_JACCL_COORDINATOR OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK DISTCOMM_IFNAME
+# A job across hosts needs a token (protected mode): a file every rank reads.
+(umask 077 && printf 'hier-test-token-%s%s\n' "$RANDOM" "$RANDOM" >"$T/token")
+export DISTCOMM_JOB_TOKEN_FILE=$T/token
 
 pids=()
 for ((r = 0; r < n; r++)); do

@@ -4,9 +4,9 @@
 # rank 0 before the real rank 1 starts. It reads the refusal of a first
 # wrong hello (which must reveal nothing: zeros) and then claims rank 1
 # with the job id, which it knows (the worst case: a hand-started job's id
-# is a hash of its hostfile). Without a token rank 0 refuses it because its
-# address is not rank 1's; with a token, because it cannot prove it. The
-# real rank 1 then joins and the job passes the conformance suite.
+# is a hash of its hostfile). Rank 0 refuses it because it cannot prove the
+# token; the real rank 1 then joins and the job passes the conformance
+# suite. Without a token the job refuses to start (it spans hosts).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -50,6 +50,15 @@ scenario() {
     fail "$name: rank 0 did not log the refusal: $(grep refused "$T/$name.0")"
   fi
 }
-scenario no_token 7 "not the claimed rank's"
+# Without a token a job across hosts refuses to start (protected mode,
+# issue 33), saying how to give it one: no stranger gets a chance.
+out=$(hosts_exec 1 env MLX_HOSTFILE="$T/h.json" MLX_RANK=0 DISTCOMM_JOB_ID=5eed1e55 \
+  DISTCOMM_TIMEOUT=60 timeout -k 2 30 "$conf" --size 2 --counts 0 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && grep -q "span hosts.*no job token.*DISTCOMM_INSECURE=1" <<<"$out"; then
+  ok "no_token: the job across hosts refused to start: $(grep -m1 'span hosts' <<<"$out")"
+else
+  fail "no_token: exit $rc: $out"
+fi
 scenario token 5 "did not prove the job token" DISTCOMM_JOB_TOKEN_FILE="$T/token"
 finish

@@ -139,7 +139,7 @@ start forged 0 DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_RANK=0 MLX_WORLD_SIZE=2 \
 /usr/bin/python3 - "$p" <<'PY' >"$mp_tmp/forged.stranger" 2>&1
 import socket, struct, sys, time
 payload = b"127.0.0.1:5001\n"
-join = struct.pack("<IHHIIIIQ", 0x56524344, 1, 1, 2**31 + 1, 2, 1,
+join = struct.pack("<IHHIIIIQ", 0x56524344, 2, 1, 2**31 + 1, 2, 1,
                    len(payload), 0) + payload
 for _ in range(200):  # rank 0 may not listen yet
     try:
@@ -147,6 +147,10 @@ for _ in range(200):  # rank 0 may not listen yet
         break
     except OSError:
         time.sleep(0.05)
+s.settimeout(5)
+nonce = b""
+while len(nonce) < 64:  # rank 0's NONCE first (rendezvous version 2)
+    nonce += s.recv(64 - len(nonce))
 s.sendall(join)
 s.settimeout(5)
 try:

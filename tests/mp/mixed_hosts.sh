@@ -14,6 +14,9 @@ conf=$1 only=${2:-}
 mp_netns_pair dc
 
 base=$(mp_port_base)
+# Two hosts: a job across hosts needs a token (protected mode).
+export DISTCOMM_JOB_TOKEN
+DISTCOMM_JOB_TOKEN=mixed-hosts-token-$base-$RANDOM$RANDOM
 printf '[["%s.1:%d"],["%s.1:%d"],["%s.2:%d"],["%s.2:%d"]]\n' \
   "$net" "$base" "$net" $((base + 1)) "$net" $((base + 2)) "$net" $((base + 3)) >"$mp_tmp/hf.json"
 

@@ -25,7 +25,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   chmod 755 "$mp_tmp" && cp "$stranger" "$mp_tmp/stranger" && chmod 755 "$mp_tmp/stranger"
   out=$(timeout -k 2 40 setpriv --reuid=65534 --regid=65534 --clear-groups \
     "$mp_tmp/stranger" no-token "$twin" 7a1 2 2>&1)
-  if contains "$out" "refused (reason" "Unix socket from another user" \
+  if contains "$out" "refused (reason" "only this host's processes of this user" \
     "closed by the rank"; then
     ok "another user's process claiming rank 1 on the Unix socket: $(grep refused <<<"$out")"
   else
