@@ -192,6 +192,12 @@ double dc_mesh_timeout(const dc_mesh *t) {
 }
 
 static dc_status lost(dc_mesh *t, const dc_comm *c, dc_conn *k, int err) {
+  if (err == DC_LINK_EPIPE_STATE)
+    return dc_mesh_fail(t, DC_ERR_PEER_LOST,
+                        "rank %d (%s) wrote its end of our shared-memory pipe "
+                        "out of range (a tail beyond what we wrote): not a "
+                        "well-behaved rank of this job",
+                        k->peer, k->addr);
   return dc_mesh_fail(t, DC_ERR_PEER_LOST,
                       "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
                       k->addr, err ? ": " : " ",

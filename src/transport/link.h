@@ -16,6 +16,7 @@
 #ifndef DC_TRANSPORT_LINK_H
 #define DC_TRANSPORT_LINK_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/types.h>
@@ -46,6 +47,10 @@ typedef struct dc_xstep {
  * s->finished when the transfer is done. A recv step that finds a frame
  * header other than the expected one lets dc_mesh_check_header decode it
  * (abort, mismatch) and stops with *st set. */
+/* A step's -errno for a peer that wrote a shared pipe's state out of
+ * range (shm.h: DC_PIPE_BAD): the engine names the peer and fails. */
+#define DC_LINK_EPIPE_STATE EPROTO
+
 typedef struct dc_link_ops {
   const char *name; /* "socket", "shm pipe": for logs */
   /* One step of sending s's frame (s->hdr, payload, tag when sealed). */
