@@ -34,6 +34,11 @@
  * against 4-28 us with 10 ms of yields (bench/shm-tuning.md). Yielding
  * costs a syscall per look, and nothing when nobody else wants the core. */
 #define YIELD_SECONDS 10e-3
+/* The least progress a wait must make (config/env.h, DISTCOMM_TIMEOUT):
+ * once bytes move, each timeout window must see MIN_RATE bytes a second on
+ * average, so a peer that trickles (a byte now and then) is timed out too.
+ * Far below any link's rate, even under valgrind. */
+#define MIN_RATE (64.0 * 1024.0)
 
 dc_mesh *dc_mesh_new(const dc_mesh_hooks *h, int rank, int size, int lanes) {
   dc_mesh *t = calloc(1, sizeof *t);
@@ -288,7 +293,7 @@ static int active(const dc_xstep *s, int i) {
 }
 
 /* One pass over the active transfers; *moved tells if any byte moved. */
-static dc_status pass(dc_mesh *t, dc_comm *c, dc_xstep *s, int n, int *moved,
+static dc_status pass(dc_mesh *t, dc_comm *c, dc_xstep *s, int n, size_t *moved,
                       int *left) {
   *moved = 0;
   *left = 0;
@@ -304,7 +309,7 @@ static dc_status pass(dc_mesh *t, dc_comm *c, dc_xstep *s, int n, int *moved,
       return st;
     if (r < 0)
       return lost(t, c, s[i].conn, r == -1 ? 0 : (int)-r);
-    *moved |= r > 0;
+    *moved += (size_t)r;
     *left += !s[i].finished;
   }
   return DC_OK;
@@ -321,6 +326,41 @@ static dc_status timed_out(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
           s[i].x->is_send ? "take our data" : "send", mib(s[i].conn->op_rx),
           mib(c->total_bytes));
   return dc_mesh_fail(t, DC_ERR_TIMEOUT, "no progress");
+}
+
+/* Bytes moved, but too few for the window (MIN_RATE): the peer trickles. */
+static dc_status too_slow(dc_mesh *t, dc_comm *c, dc_xstep *s, int n,
+                          size_t bytes, double secs) {
+  for (int i = 0; i < n; i++)
+    if (active(s, i))
+      return dc_mesh_fail(
+          t, DC_ERR_TIMEOUT,
+          "rank %d (%s) is too slow: %zu bytes in %.1f s, under the %.0f "
+          "KiB/s that a wait must make in each DISTCOMM_TIMEOUT (%.0f s) "
+          "(%.1f MiB of %.1f MiB received from it)",
+          s[i].conn->peer, s[i].conn->addr, bytes, secs, MIN_RATE / 1024.0,
+          dc_mesh_timeout(t), mib(s[i].conn->op_rx), mib(c->total_bytes));
+  return dc_mesh_fail(t, DC_ERR_TIMEOUT, "too slow");
+}
+
+/* The rate window opens at the first byte and restarts once it holds its
+ * MIN_RATE * timeout bytes, or a transfer finished (peers that arrive one
+ * by one, each quickly, are no trickle); one that ends short is. */
+typedef struct rate_window {
+  double opened; /* 0: no byte since the last restart */
+  size_t bytes;
+} rate_window;
+
+static int trickles(rate_window *w, size_t moved, int finished, double now,
+                    double timeout) {
+  if (moved && w->opened == 0)
+    w->opened = now;
+  w->bytes += moved;
+  if (finished || (double)w->bytes >= MIN_RATE * timeout) {
+    w->opened = now;
+    w->bytes = 0;
+  }
+  return w->opened != 0 && now - w->opened > timeout;
 }
 
 /* Nothing moved: a link may see a frame that only a peer running another
@@ -409,7 +449,9 @@ static int on_pipes(dc_xstep *s, int n) {
 }
 
 static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
-  int moved, left;
+  size_t moved;
+  int left;
+  rate_window rate = {0, 0};
   dc_status st = pass(t, c, s, n, &moved, &left);
   if (st != DC_OK || left == 0) /* tiny ops are often done at once */
     return st;
@@ -419,10 +461,13 @@ static dc_status run_batch(dc_mesh *t, dc_comm *c, dc_xstep *s, int n) {
   dc_conn *spoke = NULL; /* a pipe link's control socket spoke: the peer may
                             have written its last bytes to the pipe and left */
   for (;;) {
+    int was_left = left;
     st = pass(t, c, s, n, &moved, &left);
     if (st != DC_OK || left == 0)
       return st;
     double now = dc_now();
+    if (trickles(&rate, moved, left < was_left, now, dc_mesh_timeout(t)))
+      return too_slow(t, c, s, n, rate.bytes, now - rate.opened);
     if (moved) {
       last = now;
       spin_until = now + (t->spin ? SPIN_SECONDS : 0);

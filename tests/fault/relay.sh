@@ -6,6 +6,9 @@
 #   a stall of 10 s    -> with DISTCOMM_TIMEOUT=3 both ranks return
 #                         ERR_TIMEOUT naming the other, 2.5..8 s after it began
 #   a cut after 8 MiB  -> both return ERR_PEER_LOST naming the other within 2 s
+#   a trickle (1 byte  -> with DISTCOMM_TIMEOUT=3 a 1 MiB all_sum: both ranks
+#   per 100 ms)           return ERR_TIMEOUT naming the other as too slow,
+#                         within 2 timeouts (issue 33 L2: alive for 40 s)
 set -u
 probe=$1
 relay="$(dirname "$0")/relay.py"
@@ -86,4 +89,13 @@ failed_both stall ERR_TIMEOUT 2.5 8
 start_relay cut --cut --after $((40 << 20))
 ranks cut 30 --linger 0
 failed_both cut ERR_PEER_LOST 0 2
+
+# The deadline must not restart on every byte: a trickle times out too.
+start_relay trickle --trickle 0.1 --after $((128 << 10))
+ranks trickle 3 --linger 0 --mib 1
+failed_both trickle ERR_TIMEOUT 0 7
+for r in 0 1; do
+  grep -q "^rank $r: ERR ERR_TIMEOUT.*too slow.*KiB/s" "$mp_tmp/trickle.$r" ||
+    fail "trickle: rank $r does not say that the peer is too slow: $(cat "$mp_tmp/trickle.$r")"
+done
 mp_finish
