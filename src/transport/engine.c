@@ -274,7 +274,8 @@ static dc_status setup(dc_mesh *t, dc_comm *c, dc_xfer *x, int n, dc_xstep *s) {
     if (k->fd < 0)
       return dc_mesh_fail(t, DC_ERR_INVALID, "no connection to rank %d",
                           x[i].peer);
-    if (x[i].reduce && !k->window && !(k->window = malloc(DC_LINK_WINDOW)))
+    int bounce = x[i].reduce || (k->seal && !x[i].is_send); /* records */
+    if (bounce && !k->window && !(k->window = malloc(DC_LINK_WINDOW)))
       return dc_mesh_fail(t, DC_ERR_NOMEM, "no memory for a receive window");
     for (int j = i - 1; j >= 0 && s[i].prev < 0; j--)
       if (s[j].conn == k && x[j].is_send == x[i].is_send)
