@@ -9,6 +9,7 @@ a count of fields, then each field's length and bytes, all bounded. Like
 TCPStore, it does not authenticate its clients; unlike it, it is reachable
 only on the address the job was given.
 """
+import atexit
 import datetime
 import socket
 import struct
@@ -61,8 +62,17 @@ class _Server:
         self.sock.listen(128)
         self.port = self.sock.getsockname()[1]
         self.data = {}
+        self.conns = 0  # clients connected
         self.cond = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def linger(self, secs):
+        """At rank 0's exit: let the other ranks finish their last requests
+        (torch's store-based barrier polls after rank 0 has passed it)."""
+        end = time.monotonic() + secs
+        with self.cond:
+            while self.conns > 0 and time.monotonic() < end:
+                self.cond.wait(end - time.monotonic())
 
     def _accept(self):
         while True:
@@ -73,13 +83,18 @@ class _Server:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn):
+        with self.cond:
+            self.conns += 1
         with conn:
             try:
                 while True:
                     req = _recv_msg(conn)
                     _send_msg(conn, self._answer(req[0], req[1:]) if req else [b"bad"])
-            except (OSError, ConnectionError, ValueError, struct.error):
-                return
+            except (OSError, ConnectionError, ValueError, struct.error, IndexError):
+                pass
+        with self.cond:
+            self.conns -= 1
+            self.cond.notify_all()
 
     def _wait(self, keys, ms):
         end = time.monotonic() + ms / 1000.0
@@ -167,6 +182,10 @@ class JobStore(dist.Store):
             t = t.total_seconds()
         return str(int(t * 1000)).encode()
 
+    def close(self):
+        with self._lock:
+            self._sock.close()
+
     def set(self, key, value):
         self._ask(b"set", key, value)
 
@@ -192,7 +211,16 @@ class JobStore(dist.Store):
         return self._ask(b"del", key) == b"1"
 
 
-def serve(host, timeout):
-    """Rank 0: the server on host (an ephemeral port), and its client."""
+def serve(host, timeout, linger=2.0):
+    """Rank 0: the server on host (an ephemeral port), and its client. At
+    exit, rank 0 waits up to `linger` seconds for the other ranks' clients
+    to leave."""
     server = _Server(host)
-    return JobStore(host, server.port, timeout, server)
+    store = JobStore(host, server.port, timeout, server)
+
+    def at_exit():
+        store.close()
+        server.linger(linger)
+
+    atexit.register(at_exit)
+    return store
