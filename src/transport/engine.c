@@ -346,7 +346,9 @@ static dc_status too_slow(dc_mesh *t, dc_comm *c, dc_xstep *s, int n,
 
 /* The rate window opens at the first byte and restarts once it holds its
  * MIN_RATE * timeout bytes, or a transfer finished (peers that arrive one
- * by one, each quickly, are no trickle); one that ends short is. */
+ * by one, each quickly, are no trickle). One that ends short is a trickle
+ * once a byte comes after its end: a peer that stopped instead is left to
+ * the idle rule ("no progress"), which fires within a timeout anyway. */
 typedef struct rate_window {
   double opened; /* 0: no byte since the last restart */
   size_t bytes;
@@ -361,7 +363,7 @@ static int trickles(rate_window *w, size_t moved, int finished, double now,
     w->opened = now;
     w->bytes = 0;
   }
-  return w->opened != 0 && now - w->opened > timeout;
+  return moved && w->opened != 0 && now - w->opened > timeout;
 }
 
 /* Nothing moved: a link may see a frame that only a peer running another
