@@ -93,10 +93,10 @@ ms=$(((gone - stopped) / 1000000))
 grep -q "no heartbeat from the launcher for" "$T/e2" || fail "the agent did not say why: $(cat "$T/e2")"
 
 # And a healthy launcher's heartbeats get past a full queue: a rank that
-# reads its 8 MiB only after twice the deadline (20 x 100 ms) is not stopped,
-# and gets every byte.
-out=$(head -c 8388608 /dev/zero | DISTCOMM_HEARTBEAT_MS=100 timeout -k 5 60 "$L" \
-    --hosts 127.0.0.2 -- sh -c 'sleep 4; wc -c' 2> "$T/e3")
+# reads its 8 MiB only after 1.5 times the deadline (20 x 200 ms, as the
+# healthy job above) is not stopped, and gets every byte.
+out=$(head -c 8388608 /dev/zero | DISTCOMM_HEARTBEAT_MS=200 timeout -k 5 60 "$L" \
+    --hosts 127.0.0.2 -- sh -c 'sleep 6; wc -c' 2> "$T/e3")
 expect_eq "$?" 0 "a rank that reads its stdin late: $(cat "$T/e3")"
 expect_eq "$(echo $out)" 8388608 "the bytes the late reader got"
 echo PASS
