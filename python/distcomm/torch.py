@@ -11,9 +11,10 @@ Importing this module registers the backend with
 rank and size come from MLX_RANK and MLX_HOSTFILE; without them, torchrun's
 RANK is taken as MLX_RANK when MLX_HOSTFILE names a hostfile. torch also
 needs a key-value store: when MASTER_ADDR is unset, ``env://`` (the default
-init_method) gets one here, a TCPStore on rank 0's hostfile address whose
-port the ranks learn through distcomm (distcomm-launch does not set
-MASTER_ADDR or MASTER_PORT); ``init_method="distcomm://"``
+init_method) gets one here, a store served by rank 0 on its hostfile
+address only (distcomm/_store.py: torch 1.13's TCPStore listens on every
+interface), whose port the ranks learn through distcomm (distcomm-launch
+does not set MASTER_ADDR or MASTER_PORT); ``init_method="distcomm://"``
 asks for that explicitly. ``new_group`` maps to ``Group.split`` (import
 this module before calling it: every rank must take part in a split, and
 torch calls a backend only on the members, so ``new_group`` is wrapped).
@@ -53,6 +54,7 @@ from torch.distributed import distributed_c10d as _c10d
 from torch.distributed.constants import default_pg_timeout
 
 from . import _distcomm as _c
+from . import _store as _jobstore
 from . import InvalidArgumentError, NotSupportedError
 from . import init as _init
 
@@ -868,16 +870,21 @@ def _rank0_host():
 
 
 def _store(world, timeout):
-    """A TCPStore served by rank 0 on a free port that distcomm broadcasts."""
+    """A store served by rank 0 on its hostfile address (not TCPStore, which
+    listens on every interface), on a free port that distcomm broadcasts."""
     host = _rank0_host()
     port = torch.zeros(1, dtype=torch.int64)
-    server = None
+    store = None
     if world.rank() == 0:
-        server = dist.TCPStore(host, 0, world.size(), True, timeout,
-                               wait_for_workers=False)
-        port[0] = server.port
+        store = _jobstore.serve(host, timeout)
+        port[0] = store.port
     _c.broadcast(world, port, _INT64, 0)
-    return server or dist.TCPStore(host, int(port[0]), world.size(), False, timeout)
+    store = store or _jobstore.JobStore(host, int(port[0]), timeout)
+    _stores.append(store)  # torch holds only the C++ half: keep the Python one
+    return store
+
+
+_stores = []
 
 
 def _distcomm_rendezvous(url, timeout=default_pg_timeout, **kwargs):

@@ -34,6 +34,11 @@
     "log connections and failures to stderr (as DISTCOMM_VERBOSE)")            \
   X(VERBOSE, "DISTCOMM_VERBOSE", FLAG, "0", 0, 0,                              \
     "log connections and failures to stderr")                                  \
+  /* DISTCOMM_TIMEOUT also bounds a trickle: no op waits longer than the       \
+   * timeout without 64 KiB/s. Once bytes move, each timeout window must       \
+   * bring 64 KiB a second of it on average (engine.c, MIN_RATE): far          \
+   * below any link, even under valgrind, far above a peer that sends a        \
+   * byte now and then to keep a wait alive. */                                \
   X(TIMEOUT, "DISTCOMM_TIMEOUT", SECONDS, "300", 0, 0,                         \
     "seconds a wait may see no progress before DC_ERR_TIMEOUT")                \
   X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the address file", 0, 0,       \

@@ -33,6 +33,11 @@
  * against 4-28 us with 10 ms of yields (bench/shm-tuning.md). Yielding
  * costs a syscall per look, and nothing when nobody else wants the core. */
 #define YIELD_SECONDS 10e-3
+/* The least progress a wait must make (config/env.h, DISTCOMM_TIMEOUT):
+ * once bytes move, each timeout window must see MIN_RATE bytes a second on
+ * average, so a peer that trickles (a byte now and then) is timed out too.
+ * Far below any link's rate, even under valgrind. */
+#define MIN_RATE (64.0 * 1024.0)
 
 dc_engine *dc_engine_new(const dc_engine_hooks *h, int rank, int size,
                          int lanes) {
@@ -180,6 +185,13 @@ double dc_engine_timeout(const dc_engine *t) {
 }
 
 static dc_status lost(dc_engine *t, const dc_comm *c, dc_conn *k, int err) {
+  if (err == DC_LINK_EPIPE_STATE)
+    return dc_engine_fail(
+        t, DC_ERR_PEER_LOST,
+        "rank %d (%s) wrote its end of our shared-memory pipe "
+        "out of range (a tail beyond what we wrote): not a "
+        "well-behaved rank of this job",
+        k->peer, k->addr);
   return dc_engine_fail(t, DC_ERR_PEER_LOST,
                         "rank %d (%s)%s%s after %.1f MiB of %.1f MiB", k->peer,
                         k->addr, err ? ": " : " ",
@@ -254,7 +266,8 @@ static dc_status setup(dc_engine *t, dc_comm *c, dc_xfer *x, int n,
     if (k->fd < 0)
       return dc_engine_fail(t, DC_ERR_INVALID, "no connection to rank %d",
                             x[i].peer);
-    if (x[i].reduce && !k->window && !(k->window = malloc(DC_LINK_WINDOW)))
+    int bounce = x[i].reduce || (k->seal && !x[i].is_send); /* records */
+    if (bounce && !k->window && !(k->window = malloc(DC_LINK_WINDOW)))
       return dc_engine_fail(t, DC_ERR_NOMEM, "no memory for a receive window");
     for (int j = i - 1; j >= 0 && s[i].prev < 0; j--)
       if (s[j].conn == k && x[j].is_send == x[i].is_send)
@@ -273,8 +286,8 @@ static int active(const dc_xstep *s, int i) {
 }
 
 /* One pass over the active transfers; *moved tells if any byte moved. */
-static dc_status pass(dc_engine *t, dc_comm *c, dc_xstep *s, int n, int *moved,
-                      int *left) {
+static dc_status pass(dc_engine *t, dc_comm *c, dc_xstep *s, int n,
+                      size_t *moved, int *left) {
   *moved = 0;
   *left = 0;
   for (int i = 0; i < n; i++) {
@@ -289,7 +302,7 @@ static dc_status pass(dc_engine *t, dc_comm *c, dc_xstep *s, int n, int *moved,
       return st;
     if (r < 0)
       return lost(t, c, s[i].conn, r == -1 ? 0 : (int)-r);
-    *moved |= r > 0;
+    *moved += (size_t)r;
     *left += !s[i].finished;
   }
   return DC_OK;
@@ -306,6 +319,43 @@ static dc_status timed_out(dc_engine *t, dc_comm *c, dc_xstep *s, int n) {
           s[i].x->is_send ? "take our data" : "send", mib(s[i].conn->op_rx),
           mib(c->total_bytes));
   return dc_engine_fail(t, DC_ERR_TIMEOUT, "no progress");
+}
+
+/* Bytes moved, but too few for the window (MIN_RATE): the peer trickles. */
+static dc_status too_slow(dc_engine *t, dc_comm *c, dc_xstep *s, int n,
+                          size_t bytes, double secs) {
+  for (int i = 0; i < n; i++)
+    if (active(s, i))
+      return dc_engine_fail(
+          t, DC_ERR_TIMEOUT,
+          "rank %d (%s) is too slow: %zu bytes in %.1f s, under the %.0f "
+          "KiB/s that a wait must make in each DISTCOMM_TIMEOUT (%.0f s) "
+          "(%.1f MiB of %.1f MiB received from it)",
+          s[i].conn->peer, s[i].conn->addr, bytes, secs, MIN_RATE / 1024.0,
+          dc_engine_timeout(t), mib(s[i].conn->op_rx), mib(c->total_bytes));
+  return dc_engine_fail(t, DC_ERR_TIMEOUT, "too slow");
+}
+
+/* The rate window opens at the first byte and restarts once it holds its
+ * MIN_RATE * timeout bytes, or a transfer finished (peers that arrive one
+ * by one, each quickly, are no trickle). One that ends short is a trickle
+ * once a byte comes after its end: a peer that stopped instead is left to
+ * the idle rule ("no progress"), which fires within a timeout anyway. */
+typedef struct rate_window {
+  double opened; /* 0: no byte since the last restart */
+  size_t bytes;
+} rate_window;
+
+static int trickles(rate_window *w, size_t moved, int finished, double now,
+                    double timeout) {
+  if (moved && w->opened == 0)
+    w->opened = now;
+  w->bytes += moved;
+  if (finished || (double)w->bytes >= MIN_RATE * timeout) {
+    w->opened = now;
+    w->bytes = 0;
+  }
+  return moved && w->opened != 0 && now - w->opened > timeout;
 }
 
 /* Nothing moved: a link may see a frame that only a peer running another
@@ -395,7 +445,9 @@ static int on_pipes(dc_xstep *s, int n) {
 }
 
 static dc_status run_batch(dc_engine *t, dc_comm *c, dc_xstep *s, int n) {
-  int moved, left;
+  size_t moved;
+  int left;
+  rate_window rate = {0, 0};
   dc_status st = pass(t, c, s, n, &moved, &left);
   if (st != DC_OK || left == 0) /* tiny ops are often done at once */
     return st;
@@ -405,10 +457,13 @@ static dc_status run_batch(dc_engine *t, dc_comm *c, dc_xstep *s, int n) {
   dc_conn *spoke = NULL; /* a pipe link's control socket spoke: the peer may
                             have written its last bytes to the pipe and left */
   for (;;) {
+    int was_left = left;
     st = pass(t, c, s, n, &moved, &left);
     if (st != DC_OK || left == 0)
       return st;
     double now = dc_now();
+    if (trickles(&rate, moved, left < was_left, now, dc_engine_timeout(t)))
+      return too_slow(t, c, s, n, rate.bytes, now - rate.opened);
     if (moved) {
       last = now;
       spin_until = now + (t->spin ? SPIN_SECONDS : 0);

@@ -16,6 +16,7 @@
 #ifndef DC_TRANSPORT_LINK_H
 #define DC_TRANSPORT_LINK_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/types.h>
@@ -26,6 +27,12 @@
 #include "transport/frame.h"
 
 #define DC_LINK_WINDOW (256u * 1024u) /* reduce-on-receive scratch: fits L2 */
+/* A sealed frame's payload goes in records of at most this many bytes, each
+ * with its own tag (the first one's covers the header too): a record is
+ * received into the conn's window and its tag checked before a byte of it
+ * reaches the user's buffer. A multiple of every element size. */
+#define DC_SEAL_RECORD (64u * 1024u)
+_Static_assert(DC_SEAL_RECORD <= DC_LINK_WINDOW, "a record fits the window");
 
 /* One transfer of a batch in progress on its connection. */
 typedef struct dc_xstep {
@@ -35,8 +42,10 @@ typedef struct dc_xstep {
   int finished;
   unsigned char hdr[DC_FRAME_BYTES]; /* to send, or expected (wants_header) */
   size_t hdr_done, done, in_window;
-  /* DISTCOMM_SECURE: the frame's tag after its payload (tag_len 0 without) */
-  size_t tag_len, tag_done;
+  /* DISTCOMM_SECURE: the payload goes in records of DC_SEAL_RECORD bytes,
+   * each followed by its tag (tag_len 0 without); rec_end: where the record
+   * being sent ends */
+  size_t tag_len, tag_done, rec_end;
   int tagged, counted; /* sending: tag made, first byte out (counter used) */
   unsigned char tag[DC_SEAL_TAG_BYTES];
 } dc_xstep;
@@ -46,6 +55,10 @@ typedef struct dc_xstep {
  * s->finished when the transfer is done. A recv step that finds a frame
  * header other than the expected one lets dc_engine_check_header decode it
  * (abort, mismatch) and stops with *st set. */
+/* A step's -errno for a peer that wrote a shared pipe's state out of
+ * range (shm.h: DC_PIPE_BAD): the engine names the peer and fails. */
+#define DC_LINK_EPIPE_STATE EPROTO
+
 typedef struct dc_link_ops {
   const char *name; /* "socket", "shm pipe": for logs */
   /* One step of sending s's frame (s->hdr, payload, tag when sealed). */

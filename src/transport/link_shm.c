@@ -50,6 +50,8 @@ static ssize_t pipe_send(dc_xstep *s) {
                               left < SHM_STEP ? left : SHM_STEP};
   size_t w =
       dc_pipe_write(s->conn->tx, s->conn->tx_cap, &s->conn->tx_tail, iov, n);
+  if (w == DC_PIPE_BAD)
+    return -DC_LINK_EPIPE_STATE;
   if (w == 0)
     return 0;
   size_t h = DC_FRAME_BYTES - s->hdr_done;

@@ -1,8 +1,10 @@
-/* The socket link (see link.h): frames over a non-blocking socket, with
- * the DISTCOMM_SECURE tag after each frame on a sealed connection. */
+/* The socket link (see link.h): frames over a non-blocking socket; on a
+ * sealed connection (DISTCOMM_SECURE) a frame's payload goes in records,
+ * each followed by its tag (DC_SEAL_RECORD). */
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -53,36 +55,72 @@ static ssize_t sock_read_frame(dc_xstep *s) {
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* A sealed frame's tag, made before its first byte goes (over the whole
- * payload, which is ready when the send starts); goes out after the last
- * payload byte, in the same write when it fits. */
-static int tag_iov(dc_xstep *s, struct iovec *iov, int n, int last) {
-  if (!s->tagged) {
-    dc_seal_tag(s->conn->seal, s->hdr, DC_FRAME_BYTES, s->x->buf, s->x->len,
-                s->tag);
-    s->tagged = 1;
-  }
-  if (last)
-    iov[n++] = (struct iovec){s->tag + s->tag_done, s->tag_len - s->tag_done};
-  return n;
+/* Tags that the rest of a sealed frame still carries after `from`. */
+static size_t tags_after(const dc_xstep *s, size_t from) {
+  size_t rest = s->x->len - from;
+  return (rest + DC_SEAL_RECORD - 1) / DC_SEAL_RECORD * s->tag_len;
 }
 
-/* Of w bytes written past the header, those past the payload were tag. */
-static size_t tag_sent(dc_xstep *s, size_t body) {
+/* The next record's tag, made before its first byte goes (over the whole
+ * record, which is ready when the send starts); the first record's tag
+ * covers the header too. */
+static void record_start(dc_xstep *s) {
   size_t left = s->x->len - s->done;
-  if (!s->counted) { /* the frame's number is taken once a byte is out */
+  int first = s->done == 0;
+  s->rec_end = s->done + (left < DC_SEAL_RECORD ? left : DC_SEAL_RECORD);
+  dc_seal_tag(s->conn->seal, first ? s->hdr : NULL, first ? DC_FRAME_BYTES : 0,
+              (const char *)s->x->buf + s->done, s->rec_end - s->done, s->tag);
+  s->tagged = 1;
+  s->counted = 0;
+  s->tag_done = 0;
+}
+
+/* A sealed frame: its header, then each record and its tag. */
+static ssize_t sealed_send(dc_xstep *s) {
+  if (!s->tagged)
+    record_start(s);
+  struct iovec iov[3];
+  int n = 0;
+  if (s->hdr_done < DC_FRAME_BYTES)
+    iov[n++] =
+        (struct iovec){s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done};
+  if (s->rec_end > s->done)
+    iov[n++] =
+        (struct iovec){(char *)s->x->buf + s->done, s->rec_end - s->done};
+  iov[n++] = (struct iovec){s->tag + s->tag_done, s->tag_len - s->tag_done};
+  ssize_t w = sock_writev(s->conn, iov, n);
+  if (w <= 0)
+    return w;
+  if (!s->counted) { /* the record's number is taken once a byte is out */
     dc_seal_sent(s->conn->seal);
     s->counted = 1;
   }
-  if (body > left) {
-    s->tag_done += body - left;
-    body = left;
+  size_t h = DC_FRAME_BYTES - s->hdr_done;
+  size_t used = (size_t)w < h ? (size_t)w : h, body = (size_t)w - used;
+  size_t p = body < s->rec_end - s->done ? body : s->rec_end - s->done;
+  s->hdr_done += used;
+  s->done += p;
+  s->tag_done += body - p;
+  s->tagged = s->tag_done < s->tag_len;
+  if (!s->tagged && s->done < s->x->len) {
+    /* The frame has started: its next record takes its number now, so that
+     * padding after a failure (sock_to_boundary) counts as that record,
+     * and the abort that follows has the number the peer expects. */
+    record_start(s);
+    dc_seal_sent(s->conn->seal);
+    s->counted = 1;
   }
-  return body;
+  s->conn->tx_left = DC_FRAME_BYTES - s->hdr_done + s->x->len - s->done +
+                     (s->tagged ? s->tag_len - s->tag_done : 0) +
+                     tags_after(s, s->tagged ? s->rec_end : s->done);
+  s->finished = s->conn->tx_left == 0;
+  return w;
 }
 
 static ssize_t sock_send(dc_xstep *s) {
-  struct iovec iov[3];
+  if (s->tag_len)
+    return sealed_send(s);
+  struct iovec iov[2];
   int n = 0;
   if (s->hdr_done < DC_FRAME_BYTES)
     iov[n++] =
@@ -91,33 +129,26 @@ static ssize_t sock_send(dc_xstep *s) {
   if (left)
     iov[n++] = (struct iovec){(char *)s->x->buf + s->done,
                               left < MAX_IO ? left : MAX_IO};
-  if (s->tag_len)
-    n = tag_iov(s, iov, n, left <= MAX_IO);
   ssize_t w = sock_writev(s->conn, iov, n);
   if (w <= 0)
     return w;
   size_t h = DC_FRAME_BYTES - s->hdr_done;
   size_t used = (size_t)w < h ? (size_t)w : h;
-  size_t body = (size_t)w - used;
   s->hdr_done += used;
-  s->done += s->tag_len ? tag_sent(s, body) : body;
-  s->conn->tx_left = DC_FRAME_BYTES - s->hdr_done + s->x->len - s->done +
-                     s->tag_len - s->tag_done;
+  s->done += (size_t)w - used;
+  s->conn->tx_left = DC_FRAME_BYTES - s->hdr_done + s->x->len - s->done;
   s->finished = s->conn->tx_left == 0;
   return w;
 }
 
 /* ---- receiving ---------------------------------------------------------- */
 
-/* Payload into the buffer, or through the conn's window when reducing;
- * a sealed frame's MAC sees every byte before it is reduced away. */
+/* Payload into the buffer, or through the conn's window when reducing. */
 static ssize_t sock_payload(dc_comm *c, dc_xstep *s) {
   dc_conn *k = s->conn;
   size_t left = s->x->len - s->done - s->in_window;
   if (!s->x->reduce) {
     ssize_t r = sock_read(k, (char *)s->x->buf + s->done, left);
-    if (r > 0 && k->seal)
-      dc_seal_update(k->seal, (char *)s->x->buf + s->done, (size_t)r);
     if (r > 0)
       s->done += (size_t)r;
     return r;
@@ -125,8 +156,6 @@ static ssize_t sock_payload(dc_comm *c, dc_xstep *s) {
   size_t room = DC_LINK_WINDOW - s->in_window;
   ssize_t r = sock_read(k, k->window + s->in_window, left < room ? left : room);
   if (r > 0) {
-    if (k->seal) /* before the bytes are reduced away */
-      dc_seal_update(k->seal, k->window + s->in_window, (size_t)r);
     s->in_window += (size_t)r;
     if (s->in_window == DC_LINK_WINDOW || (size_t)r == left)
       dc_xstep_flush(c, s);
@@ -134,15 +163,29 @@ static ssize_t sock_payload(dc_comm *c, dc_xstep *s) {
   return r;
 }
 
-/* A sealed frame's tag failed: a peer that failed mid-frame pads the frame
- * and sends an abort (dc_engine_poison), so an abort that follows at once
- * (with a good tag) is the reason; else the frame was altered. */
+/* Reads and drops n bytes (the rest of a frame), giving up at deadline. */
+static void skip_bytes(dc_conn *k, size_t n, double deadline) {
+  char junk[4096];
+  while (n > 0 && dc_now() < deadline) {
+    size_t m = n < sizeof junk ? n : sizeof junk;
+    if (dc_sock_read_all(k->fd, junk, m, deadline) != DC_OK)
+      return;
+    n -= m;
+  }
+}
+
+/* A record's tag failed: a peer that failed mid-frame pads the frame and
+ * sends an abort (dc_engine_poison), so an abort that follows the frame at
+ * once (with a good tag) is the reason; else the record was altered. */
 static dc_status bad_tag(dc_engine *t, dc_comm *c, dc_xstep *s) {
   dc_conn *k = s->conn;
   unsigned char h[DC_FRAME_BYTES];
   dc_frame f = dc_frame_of(c, s->x->len);
   char what[128];
-  if (dc_sock_read_all(k->fd, h, sizeof h, dc_now() + 0.2) == DC_OK &&
+  double deadline = dc_now() + 0.2;
+  size_t after = s->done + s->in_window; /* the bad record's end */
+  skip_bytes(k, s->x->len - after + tags_after(s, after), deadline);
+  if (dc_sock_read_all(k->fd, h, sizeof h, deadline) == DC_OK &&
       dc_frame_decode(h, &f) == DC_OK && f.kind == DC_FRAME_ABORT)
     return dc_engine_read_abort(t, k, &f, h, NULL, 0);
   f = dc_frame_of(c, s->x->len);
@@ -151,40 +194,93 @@ static dc_status bad_tag(dc_engine *t, dc_comm *c, dc_xstep *s) {
       t, DC_ERR_AUTH,
       "rank %d (%s) sent a frame of %s whose MAC does not match "
       "(DISTCOMM_SECURE): its %zu bytes were altered on the way, or "
-      "do not come from rank %d",
-      k->peer, k->addr, what, s->x->len, k->peer);
+      "do not come from rank %d (bytes %zu..%zu refused, none of them "
+      "written)",
+      k->peer, k->addr, what, s->x->len, k->peer, s->done, after);
 }
 
-/* Read a sealed frame's tag once its payload is in, and check it: the
- * transfer is finished only when it matches. */
-static ssize_t recv_tag(dc_engine *t, dc_comm *c, dc_xstep *s, dc_status *st,
-                        ssize_t r) {
-  s->finished = 0;
-  ssize_t g =
-      sock_read(s->conn, s->tag + s->tag_done, s->tag_len - s->tag_done);
-  if (g < 0)
-    return g;
-  s->tag_done += (size_t)g;
-  if (s->tag_done < s->tag_len)
-    return r + g;
-  if (!dc_seal_check(s->conn->seal, s->tag))
-    *st = bad_tag(t, c, s);
-  s->finished = *st == DC_OK;
-  return r + g;
+/* Bytes of the record being received: into the window, then its tag. */
+static ssize_t read_record(dc_xstep *s) {
+  dc_conn *k = s->conn;
+  size_t left = s->x->len - s->done;
+  size_t rec = left < DC_SEAL_RECORD ? left : DC_SEAL_RECORD;
+  struct iovec iov[2];
+  int n = 0;
+  if (s->in_window < rec)
+    iov[n++] = (struct iovec){k->window + s->in_window, rec - s->in_window};
+  iov[n++] = (struct iovec){s->tag + s->tag_done, s->tag_len - s->tag_done};
+  struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+  ssize_t r = recvmsg(k->fd, &m, MSG_DONTWAIT);
+  if (r == 0)
+    return -1;
+  if (r < 0)
+    return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+  size_t body = rec - s->in_window < (size_t)r ? rec - s->in_window : (size_t)r;
+  s->in_window += body;
+  s->tag_done += (size_t)r - body;
+  k->op_rx += body;
+  return r;
+}
+
+/* A whole record and its tag: checked, then copied or reduced into the
+ * user's buffer; the next record begins. */
+static dc_status take_record(dc_engine *t, dc_comm *c, dc_xstep *s) {
+  dc_conn *k = s->conn;
+  dc_seal_update(k->seal, k->window, s->in_window);
+  if (!dc_seal_check(k->seal, s->tag))
+    return bad_tag(t, c, s);
+  if (s->x->reduce) {
+    dc_xstep_reduce(c, s, k->window, s->in_window);
+  } else {
+    memcpy((char *)s->x->buf + s->done, k->window, s->in_window);
+    s->done += s->in_window;
+  }
+  s->in_window = 0;
+  s->tag_done = 0;
+  s->finished = s->done == s->x->len;
+  if (!s->finished)
+    dc_seal_begin(k->seal, NULL, 0);
+  return DC_OK;
+}
+
+/* A sealed frame: the header (checked, and under the first record's tag),
+ * then its records, none of whose bytes reach the buffer unchecked. */
+static ssize_t sealed_recv(dc_engine *t, dc_comm *c, dc_xstep *s,
+                           dc_status *st) {
+  dc_conn *k = s->conn;
+  ssize_t r = 0;
+  if (s->hdr_done < DC_FRAME_BYTES) {
+    r = sock_read(k, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
+    if (r <= 0 || (s->hdr_done += (size_t)r) < DC_FRAME_BYTES)
+      return r;
+    if ((*st = dc_engine_check_header(t, c, s)) != DC_OK)
+      return r;
+    dc_seal_begin(k->seal, s->hdr, DC_FRAME_BYTES);
+  }
+  while (*st == DC_OK && !s->finished) {
+    ssize_t g = read_record(s);
+    if (g <= 0)
+      return g < 0 ? g : r;
+    r += g;
+    if (s->tag_done == s->tag_len)
+      *st = take_record(t, c, s);
+  }
+  return r;
 }
 
 static ssize_t sock_recv(dc_engine *t, dc_comm *c, dc_xstep *s, dc_status *st) {
   dc_conn *k = s->conn;
   ssize_t r;
-  if (s->hdr_done < DC_FRAME_BYTES && !s->x->reduce && !k->seal) {
+  if (k->seal)
+    return sealed_recv(t, c, s, st);
+  if (s->hdr_done < DC_FRAME_BYTES && !s->x->reduce) {
     r = sock_read_frame(s);
     if (r > 0 && s->hdr_done == DC_FRAME_BYTES)
       *st = dc_engine_check_header(t, c, s);
   } else if (s->hdr_done < DC_FRAME_BYTES) {
     r = sock_read(k, s->hdr + s->hdr_done, DC_FRAME_BYTES - s->hdr_done);
-    if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES &&
-        (*st = dc_engine_check_header(t, c, s)) == DC_OK && k->seal)
-      dc_seal_begin(k->seal, s->hdr, DC_FRAME_BYTES);
+    if (r > 0 && (s->hdr_done += (size_t)r) == DC_FRAME_BYTES)
+      *st = dc_engine_check_header(t, c, s);
   } else {
     r = 0;
   }
@@ -197,8 +293,6 @@ static ssize_t sock_recv(dc_engine *t, dc_comm *c, dc_xstep *s, dc_status *st) {
   }
   s->finished =
       *st == DC_OK && s->hdr_done == DC_FRAME_BYTES && s->done == s->x->len;
-  if (s->finished && k->seal)
-    r = recv_tag(t, c, s, st, r);
   return r;
 }
 

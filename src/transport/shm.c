@@ -248,11 +248,16 @@ static size_t wanted(const struct iovec *iov, int n) {
 size_t dc_pipe_write(dc_pipe *p, size_t cap, uint64_t *tail,
                      const struct iovec *iov, int n) {
   uint64_t head = atomic_load_explicit(&p->head, memory_order_relaxed);
-  size_t room = cap - (size_t)(head - *tail), done = 0;
-  if (room < wanted(iov, n)) { /* looks full: see what the consumer freed */
+  uint64_t used = head - *tail;
+  size_t done = 0;
+  if (used > cap || cap - used < wanted(iov, n)) { /* looks full: see what the
+                                                     consumer freed */
     *tail = atomic_load_explicit(&p->tail, memory_order_acquire);
-    room = cap - (size_t)(head - *tail);
+    used = head - *tail;
   }
+  if (used > cap) /* the peer wrote a tail (or head) out of range */
+    return DC_PIPE_BAD;
+  size_t room = cap - (size_t)used;
   for (int i = 0; i < n && room > 0; i++) {
     size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
     put(p, cap, head + done, iov[i].iov_base, k);

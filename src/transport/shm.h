@@ -131,6 +131,9 @@ static inline dc_pipe *dc_shm_pipe(const dc_shm_seg *s, size_t i) {
  * message (start it at 0). */
 size_t dc_pipe_write(dc_pipe *p, size_t cap, uint64_t *tail,
                      const struct iovec *iov, int n);
+/* dc_pipe_write's answer when the pipe's shared tail and head are more than
+ * cap apart: the peer wrote them out of range (nothing was written). */
+#define DC_PIPE_BAD ((size_t)-1)
 /* Read up to n bytes; 0 when the pipe is empty. */
 size_t dc_pipe_read(dc_pipe *p, size_t cap, void *dst, size_t n);
 /* Readable bytes contiguous at the tail (for reducing in place). */

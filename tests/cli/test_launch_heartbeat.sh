@@ -56,4 +56,47 @@ wait "$lpid" 2> /dev/null
 ms=$(((gone - stopped) / 1000000))
 [ "$ms" -lt 4000 ] || fail "the ranks took $ms ms to stop"
 grep -q "no heartbeat from the launcher for" "$T/e" || fail "the agents did not say why: $(cat "$T/e")"
+
+# A rank that does not read its stdin must not switch the heartbeat off: with
+# 8 MiB of stdin waiting (more than a rank's queue), the launcher stopped, the
+# ranks still end within ~2 s (issue 33, M3: they ran on 6 s and more).
+rm -f "$T"/r.*
+head -c 8388608 /dev/zero | DISTCOMM_HEARTBEAT_MS=100 timeout -k 5 40 "$L" \
+    --hosts 127.0.0.2 -- sh -c '
+    echo $$ > "$0.pid.$MLX_RANK"
+    sleep 60 & echo $! > "$0.child.$MLX_RANK"; wait' "$T/r" > /dev/null 2> "$T/e2" &
+lpid=$!
+for _ in $(seq 100); do
+    [ "$(ls "$T"/r.child.* 2>/dev/null | wc -l)" -eq 1 ] && break
+    sleep 0.1
+done
+expect_eq "$(ls "$T"/r.child.* 2>/dev/null | wc -l)" 1 "the rank started"
+sleep 1 # the launcher fills the rank's queue
+lnch=$(pgrep -P "$lpid" -x distcomm-launch) || fail "no launcher under timeout $lpid"
+kill -STOP "$lnch"
+stopped=$(date +%s%N)
+gone=
+for _ in $(seq 60); do # 6 s at most
+    left=
+    for pid in $(cat "$T"/r.pid.* "$T"/r.child.*); do
+        alive "$pid" && left="$left $pid"
+    done
+    [ -z "$left" ] && { gone=$(date +%s%N); break; }
+    sleep 0.1
+done
+kill -CONT "$lnch"
+kill -TERM "$lnch" 2> /dev/null
+wait "$lpid" 2> /dev/null
+[ -n "$gone" ] || fail "with its stdin queue full, the rank still ran 6 s after the launcher fell silent:$left"
+ms=$(((gone - stopped) / 1000000))
+[ "$ms" -lt 4000 ] || fail "with its stdin queue full, the rank took $ms ms to stop"
+grep -q "no heartbeat from the launcher for" "$T/e2" || fail "the agent did not say why: $(cat "$T/e2")"
+
+# And a healthy launcher's heartbeats get past a full queue: a rank that
+# reads its 8 MiB only after 1.5 times the deadline (20 x 200 ms, as the
+# healthy job above) is not stopped, and gets every byte.
+out=$(head -c 8388608 /dev/zero | DISTCOMM_HEARTBEAT_MS=200 timeout -k 5 60 "$L" \
+    --hosts 127.0.0.2 -- sh -c 'sleep 6; wc -c' 2> "$T/e3")
+expect_eq "$?" 0 "a rank that reads its stdin late: $(cat "$T/e3")"
+expect_eq "$(echo $out)" 8388608 "the bytes the late reader got"
 echo PASS

@@ -18,6 +18,9 @@
  *     --timeout sets the group's timeout after the first OP and a barrier
  *     (DISTCOMM_TIMEOUT bounds set-up and that first OP too, which under
  *     valgrind or TSan on a busy host took longer than 3 s).
+ *     --sentinel (sendrecv): fills the receive buffer with 0xee before
+ *     each receive; on a failure says "rank R: receive buffer: N bytes
+ *     changed".
  *     --tag is ignored: a unique word in argv lets a script find the job's
  *     processes. */
 #define _POSIX_C_SOURCE 200809L
@@ -36,7 +39,10 @@ typedef struct opts {
   int check;
   double linger;
   double timeout; /* > 0: the group's timeout after the first OP */
+  int sentinel;   /* sendrecv: the receive buffer filled with SENTINEL */
 } opts;
+
+#define SENTINEL 0xee
 
 typedef struct run {
   dc_group *g;
@@ -100,6 +106,8 @@ static dc_status step(const run *r, size_t it, int *wrong) {
   int next = (r->rank + 1) % r->size, prev = (r->rank + r->size - 1) % r->size;
   st = r->rank == 0 ? dc_send(r->g, r->buf, r->o->count, DC_FLOAT32, next)
                     : DC_OK;
+  if (st == DC_OK && r->o->sentinel)
+    memset(r->tmp, SENTINEL, r->o->count * sizeof(float));
   if (st == DC_OK)
     st = dc_recv(r->g, r->tmp, r->o->count, DC_FLOAT32, prev);
   if (st == DC_OK && r->rank != 0)
@@ -148,6 +156,12 @@ static int failed(run *r, dc_status st, size_t it, double t0) {
   snprintf(detail, sizeof detail, "%s", dc_group_last_error(r->g));
   printf("rank %d: ERR %s in %s #%zu at %.6f after %.0f ms: %s\n", r->rank,
          dc_status_name(st), r->o->op, it, mp_wall(), ms, detail);
+  if (r->o->sentinel) { /* what a failed receive wrote into the buffer */
+    size_t changed = 0;
+    for (size_t i = 0; i < r->o->count * sizeof(float); i++)
+      changed += ((unsigned char *)r->tmp)[i] != SENTINEL;
+    printf("rank %d: receive buffer: %zu bytes changed\n", r->rank, changed);
+  }
   fflush(stdout);
   int bad = sticky(r, st, detail);
   t0 = mp_mono();
@@ -170,6 +184,8 @@ static int parse(int argc, char **argv, opts *o) {
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--check") == 0)
       o->check = 1;
+    else if (strcmp(argv[i], "--sentinel") == 0)
+      o->sentinel = 1;
     else if (i + 1 >= argc)
       return 2;
     else if (strcmp(argv[i], "--mib") == 0)
@@ -232,8 +248,8 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &o) != 0) {
     fprintf(stderr,
             "usage: fault_probe all_sum|sendrecv|barrier [--mib M | "
-            "--floats N] [--iters N] [--check] [--linger S] [--timeout S] "
-            "[--tag T]\n");
+            "--floats N] [--iters N] [--check] [--sentinel] [--linger S] "
+            "[--timeout S] [--tag T]\n");
     return 2;
   }
   run r = {.g = mp_init_or_die("fault_probe"), .o = &o};

@@ -11,8 +11,10 @@ connection to the target, forwarding both ways. One fault at most:
   --flip --after B    flip one bit (0x40) of byte number B of the stream
                       (both ways, all connections, counted from 0) and
                       forward everything else as it is: an on-path attacker
+  --trickle S --after B  once B bytes have gone through, forward one byte
+                      every S seconds (a peer that keeps a wait alive)
 Prints "relay listening PORT" when ready, and "relay: stall at WALL",
-"relay: cut at WALL" or "relay: flip at WALL" (wall-clock seconds) when the
+"relay: cut at WALL", "relay: trickle at WALL" or "relay: flip at WALL" (wall-clock seconds) when the
 fault begins. Runs until
 killed. Only the standard library: tests use Debian's /usr/bin/python3.
 """
@@ -57,7 +59,7 @@ class Faults:
             if self.fired or a.flip or a.after is None or self.moved < a.after:
                 return
             self.fired = True
-            what = "stall" if a.stall else "cut"
+            what = "stall" if a.stall else "trickle" if a.trickle else "cut"
             print("relay: %s at %.6f after %d bytes" % (what, time.time(), self.moved),
                   flush=True)
             if a.stall:
@@ -104,7 +106,10 @@ def writer(dst, q, faults):
         if faults.args.flip:
             data = faults.flip(data)
         try:
-            dst.sendall(data)
+            if faults.fired and faults.args.trickle:
+                trickle(dst, data, faults.args.trickle)
+            else:
+                dst.sendall(data)
         except OSError:
             break
         faults.count(len(data))
@@ -112,6 +117,13 @@ def writer(dst, q, faults):
         dst.shutdown(socket.SHUT_WR)
     except OSError:
         pass
+
+
+def trickle(dst, data, every):
+    """--trickle: one byte at a time, every `every` seconds."""
+    for i in range(len(data)):
+        dst.sendall(data[i:i + 1])
+        time.sleep(every)
 
 
 def pump(src, dst, faults):
@@ -139,6 +151,7 @@ def main():
     p.add_argument("--stall", type=float, default=0.0)
     p.add_argument("--cut", action="store_true")
     p.add_argument("--flip", action="store_true")
+    p.add_argument("--trickle", type=float, default=0.0)
     p.add_argument("--after", type=int)
     args = p.parse_args()
     host, port = args.target.rsplit(":", 1)

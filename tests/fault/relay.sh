@@ -6,6 +6,10 @@
 #   a stall of 10 s    -> with DISTCOMM_TIMEOUT=3 both ranks return
 #                         ERR_TIMEOUT naming the other, 2.5..8 s after it began
 #   a cut after 8 MiB  -> both return ERR_PEER_LOST naming the other within 2 s
+#   a trickle (1 byte  -> with DISTCOMM_TIMEOUT=3 a 1 MiB all_sum: both ranks
+#   per 100 ms)           return ERR_TIMEOUT naming the other within 2
+#                         timeouts, one of them naming the rate ("too
+#                         slow"), (issue 33 L2: alive for 40 s)
 set -u
 probe=$1
 relay="$(dirname "$0")/relay.py"
@@ -86,4 +90,16 @@ failed_both stall ERR_TIMEOUT 2.5 8
 start_relay cut --cut --after $((40 << 20))
 ranks cut 30 --linger 0
 failed_both cut ERR_PEER_LOST 0 2
+
+# The deadline must not restart on every byte: a trickle times out too.
+# After the first all_sum (2 MiB through the relay), when both ranks are
+# past set-up: a trickle during set-up is the handshake's timeout.
+start_relay trickle --trickle 0.1 --after $((3 << 20))
+ranks trickle 3 --linger 0 --mib 1
+failed_both trickle ERR_TIMEOUT 0 7
+# The rank that gets the trickle names the rate; its peer, starved in turn
+# (it has nothing to pass on), may see no byte at all: "no progress".
+grep -q "^rank [01]: ERR ERR_TIMEOUT.*is too slow: .* bytes in .* s, under the 64 KiB/s" \
+  "$mp_tmp"/trickle.[01] ||
+  fail "trickle: no rank says that its peer is too slow: $(cat "$mp_tmp"/trickle.[01])"
 mp_finish

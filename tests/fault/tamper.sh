@@ -11,6 +11,12 @@
 #                                 naming the sender and the op ("MAC does not
 #                                 match"), the other rank fails too, and no
 #                                 rank returns a wrong sum
+#   DISTCOMM_SECURE=1, flip in    -> ERR_AUTH, and not one byte of the frame
+#   a 1 MiB send (sendrecv,          reached the receiver's buffer (filled
+#   --sentinel)                      with a sentinel): a frame goes in 64 KiB
+#                                    records, each checked before it is
+#                                    copied (issue 33: the payload was
+#                                    written before its tag was checked)
 set -u
 probe=$1
 relay="$(dirname "$0")/relay.py"
@@ -42,6 +48,25 @@ ranks() {
     MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf$r.json" DISTCOMM_TIMEOUT=20 \
       DISTCOMM_SECURE=$secure timeout -k 2 60 "$probe" all_sum --mib 16 \
       --iters 3 --check --linger 0 >"$mp_tmp/$name.$r" 2>&1 &
+    pids+=($!)
+    mp_pids+=($!)
+  done
+  wait "${pids[0]}"; rc0=$?
+  wait "${pids[1]}"; rc1=$?
+  kill "$relay_pid" 2>/dev/null
+  wait "$relay_pid" 2>/dev/null
+  out0=$(cat "$mp_tmp/$name.0") out1=$(cat "$mp_tmp/$name.1")
+}
+
+# sendrecv_ranks NAME: as ranks, SECURE, one 1 MiB send from rank 0 to rank
+# 1 into a buffer full of a sentinel; one connection, so that the flip is
+# in that frame (not in another lane's, whose good records are written).
+sendrecv_ranks() {
+  local name=$1 r pids=()
+  for r in 0 1; do
+    MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf$r.json" DISTCOMM_TIMEOUT=20 \
+      DISTCOMM_SOCKETS=1 DISTCOMM_SECURE=1 timeout -k 2 60 "$probe" sendrecv --mib 1 \
+      --iters 1 --sentinel --linger 0 >"$mp_tmp/$name.$r" 2>&1 &
     pids+=($!)
     mp_pids+=($!)
   done
@@ -101,5 +126,18 @@ elif ! grep -h "^rank $((1 - r)): ERR ERR_AUTH" "$mp_tmp"/secure.* |
 else
   ok "SECURE, flip: ${auth#*: }"
   ok "SECURE, flip: the other rank: $(grep -h "^rank $((1 - r)): ERR" "$mp_tmp"/secure.*)"
+fi
+
+# Early in rank 0's 1 MiB frame to rank 1 (past the handshakes): rank 1's
+# buffer must still hold only the sentinel.
+start_relay sentinel --flip --after 8192
+sendrecv_ranks sentinel
+if ! flipped sentinel; then
+  fail "SECURE, flip, sentinel: the relay never flipped: $(cat "$mp_tmp/relay.sentinel")"
+elif ! contains "$out1" "rank 1: ERR ERR_AUTH" "MAC does not match" \
+  "rank 1: receive buffer: 0 bytes changed"; then
+  fail "SECURE, flip, sentinel: want rank 1's ERR_AUTH with its buffer untouched: exit $rc0/$rc1: $out0 $out1"
+else
+  ok "SECURE, flip, sentinel: $(grep -h "^rank 1: receive buffer" "$mp_tmp/sentinel.1"): $(grep -h "^rank 1: ERR" "$mp_tmp/sentinel.1")"
 fi
 mp_finish

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "transport/link.h"
 #include "transport/shm.h"
 
 static void name_for(char *out, size_t n, const char *what) {
@@ -73,6 +75,57 @@ static void test_pipe_flow_control(void **state) {
   assert_ptr_equal(at, p->data);
   dc_pipe_consume(p, 16);
   assert_int_equal(dc_pipe_read(p, DC_PIPE_BYTES, b, 16), 0);
+  free(p);
+}
+
+/* A pipe of cap bytes and nothing after it: a write past its end is a heap
+ * overflow (the asan build sees it). */
+static dc_pipe *small_pipe(size_t cap) {
+  size_t bytes = (offsetof(dc_pipe, data) + cap + 63) / 64 * 64;
+  dc_pipe *p = aligned_alloc(64, bytes);
+  assert_non_null(p);
+  memset(p, 0, bytes);
+  return p;
+}
+
+/* The peer writes the tail: one out of range (ahead of our head, or more
+ * than a pipe behind it) is refused, and nothing is written (issue 33: the
+ * room was taken from it unchecked, and a write ran past a small pipe). */
+static void test_pipe_forged_tail(void **state) {
+  (void)state;
+  const size_t cap = 4096;
+  static unsigned char big[3 * 4096];
+  memset(big, 0xab, sizeof big);
+  const uint64_t forged[] = {100 + cap, 100 + 2 * cap, 100 - cap - 1};
+  for (size_t f = 0; f < sizeof forged / sizeof forged[0]; f++) {
+    dc_pipe *p = small_pipe(cap);
+    uint64_t tail = 0;
+    struct iovec iov = {big, 100};
+    assert_int_equal(dc_pipe_write(p, cap, &tail, &iov, 1), 100);
+    atomic_store(&p->tail, forged[f]); /* the peer lies */
+    iov.iov_len = sizeof big;
+    assert_true(dc_pipe_write(p, cap, &tail, &iov, 1) == DC_PIPE_BAD);
+    assert_int_equal(atomic_load(&p->head), 100); /* nothing published */
+    const unsigned char *data =
+        (const unsigned char *)p + offsetof(dc_pipe, data);
+    assert_int_equal(data[100], 0); /* nor written */
+    free(p);
+  }
+}
+
+/* The link turns it into an error that the engine names the peer with. */
+static void test_pipe_link_forged_tail(void **state) {
+  (void)state;
+  const size_t cap = 4096;
+  static unsigned char payload[2 * 4096];
+  dc_pipe *p = small_pipe(cap);
+  atomic_store(&p->tail, 2 * cap);
+  dc_conn k = {
+      .link = &dc_link_pipe, .fd = -1, .peer = 1, .tx = p, .tx_cap = cap};
+  dc_xfer x = {.peer = 1, .is_send = 1, .buf = payload, .len = sizeof payload};
+  dc_xstep s = {.x = &x, .conn = &k, .prev = -1};
+  assert_int_equal(dc_link_pipe.send(&s), -DC_LINK_EPIPE_STATE);
+  assert_int_equal(s.done, 0);
   free(p);
 }
 
@@ -439,6 +492,8 @@ int main(void) {
       cmocka_unit_test(test_pipe_stream_wraps),
       cmocka_unit_test(test_pipe_flow_control),
       cmocka_unit_test(test_pipe_look),
+      cmocka_unit_test(test_pipe_forged_tail),
+      cmocka_unit_test(test_pipe_link_forged_tail),
       cmocka_unit_test(test_mbox_order_and_flow),
       cmocka_unit_test(test_mbox_across_processes),
       cmocka_unit_test(test_cma_read),

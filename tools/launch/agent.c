@@ -92,7 +92,15 @@ struct agent {
   bool failed;  /* the link broke its rules, or fell silent: exit 1 */
   long beat_ms; /* the launcher's heartbeat interval (0: none) */
   int64_t heard_at;
+  /* Our stdin while a rank's queue is full: held here, so that the link is
+   * still read and its heartbeats still count. The launcher sends at most
+   * DCL_INPUT_WINDOW bytes ahead of our acknowledgements. */
+  char *held;
+  size_t held_len, held_cap;
+  bool held_eof;
 };
+
+#define HELD_MAX (2 * (size_t)DCL_INPUT_WINDOW)
 
 /* Messages about one rank name it, as the launcher would. */
 static void where_rank(int rank, const char *host) {
@@ -151,17 +159,77 @@ static void shut_stream(struct agent *a, int type, const unsigned char *payload,
                       k->r.index, false);
 }
 
-/* Our stdin goes to every rank, as it does for local ones. */
-static void on_input(struct agent *a, int type, const char *payload,
-                     size_t len) {
-  if (a->eof_sent)
-    return;
+/* A rank that does not read its stdin holds up the others' input. */
+static bool input_full(const struct agent *a) {
+  for (size_t i = 0; i < a->n; i++)
+    if (a->ranks[i].r.inq.len - a->ranks[i].r.inq.off >= DCL_INQ_MAX)
+      return true;
+  return false;
+}
+
+/* Our stdin goes to every rank, as it does for local ones; what went is
+ * acknowledged, so that the launcher sends more. */
+static void deliver(struct agent *a, int type, const char *payload,
+                    size_t len) {
   a->eof_sent = type == DCL_W_EOF;
   for (size_t i = 0; i < a->n; i++)
     if (type == DCL_W_INPUT)
       dcl_input_push(&a->ranks[i].r, payload, len);
     else
       dcl_input_flush(&a->ranks[i].r, true);
+  unsigned char n[4];
+  dcl_wire_put32(n, (unsigned long)len);
+  if (len > 0)
+    send_frame(a, DCL_W_ACK, 0, n, sizeof n);
+}
+
+static void link_broken(struct agent *a, size_t len);
+
+static void hold(struct agent *a, int type, const char *payload, size_t len) {
+  if (type == DCL_W_EOF) {
+    a->held_eof = true;
+    return;
+  }
+  if (a->held_len + len > HELD_MAX) {
+    dcl_error("the launcher sent %zu bytes of stdin past its window; "
+              "stopping the ranks",
+              a->held_len + len);
+    a->link_lost = a->failed = true;
+    return;
+  }
+  if (a->held_len + len > a->held_cap) {
+    char *grown = realloc(a->held, HELD_MAX);
+    if (grown == NULL) {
+      link_broken(a, 0);
+      return;
+    }
+    a->held = grown;
+    a->held_cap = HELD_MAX;
+  }
+  memcpy(a->held + a->held_len, payload, len);
+  a->held_len += len;
+}
+
+static void on_input(struct agent *a, int type, const char *payload,
+                     size_t len) {
+  if (a->eof_sent || a->held_eof)
+    return;
+  if (a->held_len > 0 || input_full(a))
+    hold(a, type, payload, len);
+  else
+    deliver(a, type, payload, len);
+}
+
+/* What was held goes on once every rank's queue has room again. */
+static void release_held(struct agent *a) {
+  if ((a->held_len == 0 && !a->held_eof) || input_full(a))
+    return;
+  if (a->held_len > 0)
+    deliver(a, DCL_W_INPUT, a->held, a->held_len);
+  a->held_len = 0;
+  if (a->held_eof)
+    deliver(a, DCL_W_EOF, NULL, 0);
+  a->held_eof = false;
 }
 
 /* Not our launcher talking, or not in its rules: the link counts as lost. */
@@ -284,19 +352,9 @@ static size_t watch_rank(struct pollfd *p, struct watch *w, size_t n,
   return n;
 }
 
-/* A rank that does not read its stdin holds up our reading of the link. */
-static bool input_full(const struct agent *a) {
-  for (size_t i = 0; i < a->n; i++)
-    if (a->ranks[i].r.inq.len - a->ranks[i].r.inq.off >= DCL_INQ_MAX)
-      return true;
-  return false;
-}
-
-static void dispatch(struct agent *a, const struct pollfd *p,
-                     const struct watch *w, bool full) {
+static void dispatch(struct agent *a, const struct watch *w) {
   if (w->k == NULL) {
-    if (!full || (p->revents & (POLLHUP | POLLERR)))
-      read_link(a);
+    read_link(a);
   } else if (w->what == 0) {
     pump(a, w->k, &w->k->r.out, DCL_W_OUT);
   } else if (w->what == 1) {
@@ -308,21 +366,18 @@ static void dispatch(struct agent *a, const struct pollfd *p,
 
 static void poll_once(struct agent *a, struct pollfd *p, struct watch *w) {
   size_t n = 0;
-  bool full = input_full(a);
-  if (full) /* we are not listening: its beats wait in the channel */
-    a->heard_at = dcl_now_ms();
+  release_held(a);
   p[n] = (struct pollfd){dcl_signals_fd(), POLLIN, 0},
   w[n++] = (struct watch){NULL, -1};
-  if (!a->link_lost) /* a full queue still sees the hang-up (POLLHUP) */
-    p[n] = (struct pollfd){0, (short)(full ? 0 : POLLIN), 0},
-    w[n++] = (struct watch){NULL, 0};
+  if (!a->link_lost)
+    p[n] = (struct pollfd){0, POLLIN, 0}, w[n++] = (struct watch){NULL, 0};
   for (size_t i = 0; i < a->n; i++)
     n = watch_rank(p, w, n, &a->ranks[i]);
   if (poll(p, (nfds_t)n, 100) <= 0)
     return;
   for (size_t i = 1; i < n; i++)
     if (p[i].revents != 0)
-      dispatch(a, &p[i], &w[i], full);
+      dispatch(a, &w[i]);
 }
 
 /* A partition keeps the channel open: silence for DCL_BEATS_MISSED beats
@@ -420,6 +475,7 @@ static int run_ranks(struct dcl_agent_setup *s) {
   }
   int rc = a.ranks != NULL && p != NULL && w != NULL && !a.failed ? 0 : 1;
   free(a.ranks);
+  free(a.held);
   free(p);
   free(w);
   return rc;

@@ -337,7 +337,8 @@ static bool stdin_readable_now(const struct dcl_job *j) {
     if (queue_full(&j->ranks[i]))
       return false;
   for (int l = 0; l < j->links_started; l++)
-    if (queue_full(&j->links[l]))
+    if (queue_full(&j->links[l]) ||
+        j->links[l].in_sent - j->links[l].in_acked >= DCL_INPUT_WINDOW)
       return false;
   return true;
 }
@@ -385,9 +386,11 @@ static void read_stdin(struct dcl_job *j) {
     return;
   /* Every rank gets it: a remote one through its host's agent. */
   for (int l = 0; l < j->links_started;
-       l++) /* ssh's stdin stays open: that is the link */
+       l++) { /* ssh's stdin stays open: that is the link */
     dcl_remote_send(&j->links[l], n > 0 ? DCL_W_INPUT : DCL_W_EOF, buf,
                     n > 0 ? (size_t)n : 0);
+    j->links[l].in_sent += n > 0 ? (size_t)n : 0;
+  }
   for (int i = 0; i < j->started; i++) {
     if (j->ranks[i].host != NULL)
       continue;

@@ -128,7 +128,10 @@ int dcl_remote_pump(struct dcl_job *j, int l) {
       return garbled(j, l);
     if (s->len - off - DCL_WIRE_HEADER < len)
       break;
-    take_frame(j, l, h[0], h + DCL_WIRE_HEADER, len);
+    if (h[0] == DCL_W_ACK && len == DCL_WIRE_RANK + 4)
+      j->links[l].in_acked += dcl_wire_get32(h + DCL_WIRE_HEADER + 4);
+    else
+      take_frame(j, l, h[0], h + DCL_WIRE_HEADER, len);
     off += DCL_WIRE_HEADER + len;
   }
   memmove(s->buf, s->buf + off, s->len - off);

@@ -34,6 +34,8 @@ struct dcl_rank {
   int in_fd;     /* write end of its stdin (non-blocking), -1 when closed */
   struct dcl_inq inq;
   struct dcl_stream out, err;
+  /* a link: stdin bytes sent to its agent, and acknowledged (DCL_W_ACK) */
+  unsigned long long in_sent, in_acked;
 };
 
 #endif

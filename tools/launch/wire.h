@@ -42,7 +42,14 @@ enum dcl_wire {
   DCL_W_ERR = 'e', /* rank, bytes of its stderr */
   DCL_W_EXIT =
       'x', /* rank, its status (4 bytes): exit code, 128+N for signal N */
+  DCL_W_ACK = 'a', /* rank 0, a count (4 bytes): that many bytes of our stdin
+                    * went to the ranks' queues (DCL_INPUT_WINDOW) */
 };
+
+/* The most stdin bytes the launcher sends an agent before it acknowledges
+ * them: the agent can then always read its link, so the heartbeats behind a
+ * rank's full stdin queue still arrive (and still count). */
+#define DCL_INPUT_WINDOW (1u << 20)
 
 /* 20 s at the default beat: an oversubscribed host can leave the launcher's
  * ssh without a core for seconds (24 busy ranks on 2 cores starved it 5.8 s
