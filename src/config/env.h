@@ -40,7 +40,8 @@
    * below any link, even under valgrind, far above a peer that sends a        \
    * byte now and then to keep a wait alive. */                                \
   X(TIMEOUT, "DISTCOMM_TIMEOUT", SECONDS, "300", 0, 0,                         \
-    "seconds a wait may see no progress before DC_ERR_TIMEOUT")                \
+    "seconds a wait may see no progress before DC_ERR_TIMEOUT; no op waits "   \
+    "longer than this without 64 KiB/s (a trickling peer times out too)")      \
   X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the address file", 0, 0,       \
     "job id in hex, set by the launcher: two jobs never cross-connect")        \
   X(JOB_TOKEN, "DISTCOMM_JOB_TOKEN", TEXT, "unset (no proof asked)", 0, 0,     \
