@@ -3,7 +3,7 @@
  * Direct exchange (direct.c) is one batch in which every rank sends to and
  * hears from every other: the fewest round trips, but size - 1 frames per
  * rank, and a wait that looks at every one of them. At 256 ranks on one
- * host that is 65280 frames for a 10-float all_sum (bench/many-ranks.md);
+ * host that is 65280 frames for a 10-float all_sum (bench/scale/many-ranks.md);
  * here it is 8 rounds of one frame each way per rank.
  *
  * all_reduce is recursive doubling over the largest power of two p of

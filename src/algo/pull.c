@@ -110,7 +110,7 @@ static int overlap(const void *a, size_t na, const void *b, size_t nb) {
  * send buffer, which it does not write, and one round fewer. The second
  * half of the sliced way reads what the peer has just written, lines held
  * in its cache: where the two cores sit on different dies that read took
- * twice the first (bench/shm-tuning.md, session 16). Both sum in rank
+ * twice the first (bench/peers/shm-tuning.md, session 16). Both sum in rank
  * order, x0 op x1 (no swap on rank 0): of two NaNs a sum keeps the first's
  * payload, and each rank computes every element here. */
 dc_status dc_pull_all_reduce(dc_comm *c, const void *send, void *recv) {

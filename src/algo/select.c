@@ -20,7 +20,7 @@ static int pull(const dc_comm *c) { return c->pull && !ring_only(c); }
 /* Direct exchange sends size - 1 copies of the buffer in one round;
  * recursive doubling sends log2(size) in as many rounds. On 2 cores with
  * 8 to 32 ranks direct won up to ~64 KiB of copies per rank, doubling
- * beyond (2-3x at 64 KiB) and at 256 ranks (bench/many-ranks.md). */
+ * beyond (2-3x at 64 KiB) and at 256 ranks (bench/scale/many-ranks.md). */
 #define DIRECT_EXCHANGE_BYTES (64u * 1024u)
 static int direct_wins(const dc_comm *c, size_t bytes) {
   return c->size <= c->direct_ranks &&
@@ -86,7 +86,7 @@ static dc_status ring_all_gather(dc_comm *c, const void *send, void *recv) {
  * reads the sender's clean buffer once, wins: 128 and 256 KiB 1.8x. Where
  * they share a cache the pipes win by a little (0.9-1x with the tuner's
  * tries), and below 64 KiB a rank by more (32 KiB: 0.8x): the same VM
- * moves between the two from one second to the next (bench/shm-tuning.md,
+ * moves between the two from one second to the next (bench/peers/shm-tuning.md,
  * session 15). */
 #define PULL_GATHER_MIN_BYTES (64u * 1024u)
 

@@ -19,7 +19,7 @@
  *
  * all_gather and point to point are measured too: single copy moves each
  * byte once where the pipes move it twice, yet on a quiet VM with slow
- * page pinning the pipes won 1.1-2.5x from 16 MiB (bench/shm-tuning.md),
+ * page pinning the pipes won 1.1-2.5x from 16 MiB (bench/peers/shm-tuning.md),
  * while on a loaded one single copy won by as much.
  *
  * One tuner per group, used by the thread that runs the group's ops. */
@@ -43,7 +43,7 @@ typedef enum dc_tune_mode {
 } dc_tune_mode;
 
 /* A path's first call after the other's is slow (caches, page tables,
- * the pipes' pages: 1.5-5x on the slow VM of bench/shm-tuning.md), so a
+ * the pipes' pages: 1.5-5x on the slow VM of bench/peers/shm-tuning.md), so a
  * path is tried in bursts of DC_TUNE_BURST calls: the warm one then
  * counts among its best, as the path in use has its warm calls. With
  * single tries, the path in use won every retry by that penalty alone. */

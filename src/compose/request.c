@@ -39,7 +39,7 @@
  * (no malloc per request); a done request is freed without the lock (the
  * free list and reference count are the user thread's). With the lazy
  * doorbell that is two mutex pairs and no system call per small request.
- * bench/request_cost.sh measures it (bench/overlap.md). */
+ * bench/ab/request_cost.sh measures it (bench/train/overlap.md). */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>

@@ -136,9 +136,9 @@ static dc_status handshake(int fd, const dc_engine_plan *p, const dc_auth *auth,
 }
 
 /* Same-host pairs dial the Unix socket beside the peer's TCP listener
- * first: less than half the CPU of a TCP connection (bench/many-ranks.md),
- * and the peer's pid comes with it (setup_shm.c). Where nobody listens
- * there, the TCP address (dc_sock_connect_via). */
+ * first: less than half the CPU of a TCP connection
+ * (bench/scale/many-ranks.md), and the peer's pid comes with it (setup_shm.c).
+ * Where nobody listens there, the TCP address (dc_sock_connect_via). */
 static dc_status dial(dc_engine *t, const dc_engine_plan *p, int q, int lane,
                       double deadline, int *fd, int *unix_sock, char *err,
                       size_t errlen) {

@@ -30,7 +30,7 @@
  * sleep would wake us a tick late. On a busy or stolen core (a VM's
  * neighbours, another job) a peer's stall often outlasts the spin: with
  * sleeps after 50 us, a 64 KiB all_gather beside one CPU hog took 60-90 us
- * against 4-28 us with 10 ms of yields (bench/shm-tuning.md). Yielding
+ * against 4-28 us with 10 ms of yields (bench/peers/shm-tuning.md). Yielding
  * costs a syscall per look, and nothing when nobody else wants the core. */
 #define YIELD_SECONDS 10e-3
 /* The least progress a wait must make (config/env.h, DISTCOMM_TIMEOUT):

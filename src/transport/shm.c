@@ -174,7 +174,7 @@ dc_status dc_shm_create(dc_shm_seg *s, const char *name, size_t npipes,
   }
   /* A new file is zero-filled, so every pipe starts empty and nothing is
    * written to it: a write per pipe cost a page each (with 255 peers, a
-   * tenth of the job's set-up CPU: bench/many-ranks.md). */
+   * tenth of the job's set-up CPU: bench/scale/many-ranks.md). */
   dc_status st = map(s, fd, seg_bytes(npipes), err, errlen);
   if (st != DC_OK) {
     dc_shm_close(s);

@@ -13,7 +13,7 @@
  * would grow as the square of its ranks: with many peers each pipe is
  * smaller (dc_pipe_cap): 256 ranks on one host take about 540 MB of
  * /dev/shm, not 34 GB (one lane) or 67 GB (two, the default;
- * bench/many-ranks.md). */
+ * bench/scale/many-ranks.md). */
 #ifndef DC_TRANSPORT_SHM_H
 #define DC_TRANSPORT_SHM_H
 
@@ -31,7 +31,7 @@
  * as 1/npipes past that, so a host's pipes grow as its ranks, not as their
  * pairs: a segment's pages are reserved (fallocate) and freed by every rank
  * at set-up, the largest share of a 256-rank job's CPU after its
- * connections (bench/many-ranks.md). */
+ * connections (bench/scale/many-ranks.md). */
 #define DC_PIPE_BYTES (512u * 1024u)
 #define DC_PIPE_MIN_BYTES (4u * 1024u)
 #define DC_SHM_PIPES_BUDGET (8u << 20)

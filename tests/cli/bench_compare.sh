@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench_compare.sh COMPARE_PY: bench/compare.py on made-up rounds. A side's
+# bench_compare.sh COMPARE_PY: bench/tools/compare.py on made-up rounds. A side's
 # time is the median of its rounds, the ratio comes from those medians, a
 # WRONG check in any round marks the cell, and the memory-bound line uses
 # the median memcpy traffic rate; the bounds lines read bench-copy-rate's

@@ -73,7 +73,7 @@ done
 # 16384 floats on 6 ranks: the odd rank's 16385 take the ring; a barrier
 # against an all_sum; a rank that took the other algorithm (its own
 # DISTCOMM_DIRECT_RANKS). (Every placement on 5, 6 and 7 ranks was tried
-# by hand: bench/many-ranks.md; these few keep CI within its hour.)
+# by hand: bench/scale/many-ranks.md; these few keep CI within its hour.)
 DISTCOMM_DIRECT_RANKS=1 check 5 count 1 4
 DISTCOMM_DIRECT_RANKS=1 check 5 coll 1000 2
 DISTCOMM_DIRECT_RANKS=1 check 5 root 1 4

@@ -124,7 +124,7 @@ int ring_neighbours_env(void) { return dc_env_flag(DC_ENV_RING_NEIGHBOURS); }
 
 /* A second socket per pair only stripes large point-to-point messages, and
  * many ranks on one host share its cores anyway; there it doubled set-up:
- * 65 280 connections at 256 ranks (bench/many-ranks.md). */
+ * 65 280 connections at 256 ranks (bench/scale/many-ranks.md). */
 #define ONE_HOST_RANKS 16
 
 int ring_sockets(const dc_addr *addrs, int size, int naddrs) {
