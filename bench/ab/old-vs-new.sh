@@ -17,7 +17,11 @@ runs=${RUNS:-5}
 sizes=8,1K,64K,1M,16M,128M
 : "${OLD:?set OLD= to the old build}" "${NEW:?set NEW= to the new build}"
 
-exe() { find "$1" -type f -name "$2" -perm -u+x -not -path '*/CMakeFiles/*' | head -n 1; }
+exe() { find "$1" -type f -name "$2" -perm -u+x -not -path '*/CMakeFiles/*' 2>/dev/null | head -n 1; }
+for b in "$OLD" "$NEW"; do # fail now, not after a round of failed runs
+  [ -n "$(exe "$b" distcomm-launch)" ] && [ -n "$(exe "$b" distcomm-perf)" ] ||
+    { echo "old-vs-new.sh: no distcomm-launch and distcomm-perf under $b (build it)" >&2; exit 2; }
+done
 
 one() { # build label mode round
   local shm=1
