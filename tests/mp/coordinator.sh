@@ -79,7 +79,7 @@ for r in 0 1; do
 done
 expect_ok tokf 2 "DISTCOMM_JOB_TOKEN_FILE (mode 600)"
 if grep -q "job token proven" "$mp_tmp/tokf.1" &&
-  ! grep -q "not authenticated" "$mp_tmp/tokf.0"; then
+  ! grep -q "has no DISTCOMM_JOB_TOKEN" "$mp_tmp/tokf.0"; then
   ok "the token file's token was proven"
 else
   fail "no proof logged with a token file: $(cat "$mp_tmp/tokf.1")"

@@ -32,8 +32,8 @@ if grep -q "mesh ready .* rank 1 of 3, 2 link(s) per pair" "$mp_tmp/mesh.1"; the
 else
   fail "not the mesh: $(grep ready "$mp_tmp/mesh.1")"
 fi
-if grep -q "the job is not authenticated" "$mp_tmp/mesh.0"; then
-  ok "without a token, verbose says the job is not authenticated"
+if grep -q "has no DISTCOMM_JOB_TOKEN: only this host.s processes of this user may join" "$mp_tmp/mesh.0"; then
+  ok "without a token, verbose says only this host's processes of this user may join"
 else
   fail "no word about the missing token: $(head -3 "$mp_tmp/mesh.0")"
 fi
