@@ -15,6 +15,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 HELLO = 84
 MASK = (1 << 64) - 1
@@ -76,8 +77,19 @@ def forge(c, n, reason):
 
 
 def relay(c, target):
+    """Join c to a new connection to target, retried for 20 s (the rank
+    may not listen yet); c is closed if none comes."""
     host, port = target.rsplit(":", 1)
-    t = socket.create_connection((host, int(port)), timeout=10)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            t = socket.create_connection((host, int(port)), timeout=5)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                c.close()
+                return
+            time.sleep(0.1)
     t.settimeout(None)
     for a, b in ((c, t), (t, c)):
         threading.Thread(target=pump, args=(a, b), daemon=True).start()
@@ -98,7 +110,8 @@ def main():
             forge(c, n, reason)
             n += 1
         else:
-            relay(c, target)
+            threading.Thread(target=relay, args=(c, target),
+                             daemon=True).start()
 
 
 if __name__ == "__main__":
