@@ -141,6 +141,38 @@ static int answer(acceptor *A, pending *pd) {
   return 0;
 }
 
+/* Tell pd why it is refused, and only why: no job id, size, host key or
+ * nonce for a stranger to reuse. With a token the refusal carries a MAC
+ * over the hello it answers (handshake.h), so the dialer can tell it from
+ * a stranger's forgery; without one nothing can be proven. */
+static int refuse_hello(acceptor *A, pending *pd, uint32_t reason) {
+  char why[160];
+  dc_hello r = {
+      .kind = DC_HELLO_REFUSED, .version = DC_WIRE_VERSION, .reason = reason};
+  unsigned char b[DC_HELLO_BYTES + DC_PROOF_BYTES];
+  dc_hello_encode(&r, b);
+  size_t n = DC_HELLO_BYTES;
+  if (A->auth->on) { /* a MAC, so the dialer believes only real refusals */
+    unsigned char m[DC_REFUSAL_MSG_BYTES], mac[DC_AUTH_PROOF_BYTES];
+    dc_refusal_msg(b, pd->buf, (uint32_t)A->p->rank, m);
+    dc_auth_mac(A->auth, DC_REFUSAL_LABEL, m, sizeof m, mac);
+    dc_proof_encode(mac, b + n);
+    n += DC_PROOF_BYTES;
+  }
+  dc_sock_write_all(pd->fd, b, n, dc_now() + 1.0); /* best effort */
+  int w = snprintf(why, sizeof why, "claims rank %u lane %u: ", pd->h.rank,
+                   pd->h.lane);
+  if (reason == DC_REFUSE_LANES) /* say both counts: which rank is off */
+    snprintf(why + w, sizeof why - (size_t)w,
+             "it makes %u connection(s) per pair, this rank %d (set "
+             "DISTCOMM_SOCKETS alike on every rank)",
+             pd->h.lanes, dc_plan_lanes(A->p));
+  else
+    snprintf(why + w, sizeof why - (size_t)w, "%s",
+             dc_hello_reason_text(reason));
+  return refuse(A, pd, why);
+}
+
 static int hello_step(acceptor *A, pending *pd) {
   uint32_t v = 0;
   char why[160];
@@ -161,23 +193,7 @@ static int hello_step(acceptor *A, pending *pd) {
   uint32_t reason = judge(A, &pd->h, pd->listener, pd->fd);
   if (reason == DC_REFUSE_NONE)
     return answer(A, pd);
-  /* Only why: no job id, size, host key or nonce for a stranger to reuse. */
-  dc_hello r = {
-      .kind = DC_HELLO_REFUSED, .version = DC_WIRE_VERSION, .reason = reason};
-  unsigned char b[DC_HELLO_BYTES];
-  dc_hello_encode(&r, b);
-  dc_sock_write_all(pd->fd, b, sizeof b, dc_now() + 1.0); /* best effort */
-  int n = snprintf(why, sizeof why, "claims rank %u lane %u: ", pd->h.rank,
-                   pd->h.lane);
-  if (reason == DC_REFUSE_LANES) /* say both counts: which rank is off */
-    snprintf(why + n, sizeof why - (size_t)n,
-             "it makes %u connection(s) per pair, this rank %d (set "
-             "DISTCOMM_SOCKETS alike on every rank)",
-             pd->h.lanes, dc_plan_lanes(A->p));
-  else
-    snprintf(why + n, sizeof why - (size_t)n, "%s",
-             dc_hello_reason_text(reason));
-  return refuse(A, pd, why);
+  return refuse_hello(A, pd, reason);
 }
 
 static int proof_step(acceptor *A, pending *pd) {

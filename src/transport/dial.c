@@ -14,16 +14,34 @@
 #include "transport/shm.h"
 #include "transport/sock.h"
 
-static dc_status say(int fd, const dc_hello *h, double deadline) {
-  unsigned char b[DC_HELLO_BYTES];
+static dc_status say(int fd, const dc_hello *h, unsigned char b[DC_HELLO_BYTES],
+                     double deadline) {
   dc_hello_encode(h, b);
-  return dc_sock_write_all(fd, b, sizeof b, deadline);
+  return dc_sock_write_all(fd, b, DC_HELLO_BYTES, deadline);
 }
 
-static dc_status hear(int fd, dc_hello *h, double deadline) {
-  unsigned char b[DC_HELLO_BYTES];
-  dc_status st = dc_sock_read_all(fd, b, sizeof b, deadline);
+static dc_status hear(int fd, dc_hello *h, unsigned char b[DC_HELLO_BYTES],
+                      double deadline) {
+  dc_status st = dc_sock_read_all(fd, b, DC_HELLO_BYTES, deadline);
   return st == DC_OK ? dc_hello_decode(b, h) : st;
+}
+
+/* With a token, whether a refusal came from a rank that knows it: its MAC
+ * follows at once (accept.c), over the refusal and our hello as sent. A
+ * stranger's forged refusal has none, or a wrong one. */
+static int refusal_proven(int fd, const dc_auth *auth, int q,
+                          const unsigned char mine[DC_HELLO_BYTES],
+                          const unsigned char refusal[DC_HELLO_BYTES],
+                          double deadline) {
+  unsigned char msg[DC_PROOF_BYTES], mac[DC_AUTH_PROOF_BYTES];
+  unsigned char m[DC_REFUSAL_MSG_BYTES];
+  double soon = dc_now() + 1.0; /* it comes with the refusal */
+  if (dc_sock_read_all(fd, msg, sizeof msg,
+                       soon < deadline ? soon : deadline) != DC_OK ||
+      dc_proof_decode(msg, mac) != DC_OK)
+    return 0;
+  dc_refusal_msg(refusal, mine, (uint32_t)q, m);
+  return dc_auth_mac_ok(auth, DC_REFUSAL_LABEL, m, sizeof m, mac);
 }
 
 /* Whether the answer to our hello lets us in: refused (and why), someone
@@ -97,21 +115,30 @@ static dc_status prove(int fd, const dc_engine_plan *p, const dc_auth *auth,
   return dc_sock_write_all(fd, msg, sizeof msg, deadline);
 }
 
-/* Hello, answer, proofs on a connected socket. */
+/* Hello, answer, proofs on a connected socket. With a token, a refusal
+ * that does not prove it is not believed: *unproven gets its claimed
+ * reason (else stays -1) and the caller dials again (connect_one). */
 static dc_status handshake(int fd, const dc_engine_plan *p, const dc_auth *auth,
                            int q, int lane, double deadline, dc_hello *reply,
-                           dc_seal **seal, char *err, size_t errlen) {
+                           dc_seal **seal, int *unproven, char *err,
+                           size_t errlen) {
   const dc_addr *a = dc_plan_addr(p, q, lane);
   dc_hello mine = dc_engine_hello(p, auth, DC_HELLO, lane);
-  dc_status st = say(fd, &mine, deadline);
+  unsigned char said[DC_HELLO_BYTES], heard[DC_HELLO_BYTES];
+  dc_status st = say(fd, &mine, said, deadline);
   if (st == DC_OK)
-    st = hear(fd, reply, deadline);
+    st = hear(fd, reply, heard, deadline);
   if (st == DC_ERR_AUTH) {
     snprintf(err, errlen,
              "the process at %s (rank %d's address) did not "
              "answer with a distcomm hello",
              a->text, q);
     return DC_ERR_CONFIG;
+  }
+  if (st == DC_OK && reply->kind == DC_HELLO_REFUSED && auth->on &&
+      !refusal_proven(fd, auth, q, said, heard, deadline)) {
+    *unproven = (int)reply->reason;
+    return DC_ERR_AUTH;
   }
   if (st == DC_OK)
     st = check_reply(p, auth, q, a, reply, err, errlen);
@@ -166,9 +193,56 @@ static dc_status dial(dc_engine *t, const dc_engine_plan *p, int q, int lane,
 
 /* An acceptor crowded by strangers may drop our connection before it
  * answers (accept.c, slot()): dial again a few times, each redial
- * bounded, so a dead acceptor still fails fast. */
+ * bounded, so a dead acceptor still fails fast. A refusal that does not
+ * prove our token (a stranger's forgery, or a rank with another token or
+ * none) is not believed: dialed again too, and after UNPROVEN_TRIES of
+ * them set-up fails, promptly, saying the tokens differ or a stranger
+ * answered. Its claimed reason is named only when it is "the accepting
+ * rank has none", the one a real rank cannot prove; a forged reason never
+ * becomes the error. */
 #define DROP_RETRIES 4
+#define UNPROVEN_TRIES 4
 #define REDIAL_SECONDS 2.0
+
+static dc_status unproven_error(const dc_engine_plan *p, int q,
+                                const dc_addr *a, int claim, int n, char *err,
+                                size_t errlen) {
+  int none = claim == DC_REFUSE_NO_TOKEN;
+  snprintf(err, errlen,
+           "rank %d (%s) refused rank %d's connection %d time(s) and could "
+           "not prove our job token: the tokens differ (one rank has none, "
+           "or another), or a stranger answered at its address%s%s",
+           q, a->text, p->rank, n, none ? "; it says: " : "",
+           none ? dc_hello_reason_text((uint32_t)claim) : "");
+  return DC_ERR_AUTH;
+}
+
+/* After a failed handshake: whether to dial again (then logged), and if
+ * not, the error to return (err filled). */
+static int again(dc_engine *t, const dc_engine_plan *p, int q, int lane,
+                 dc_status *st, int claim, int *drops, int *unproven,
+                 double deadline, char *err, size_t errlen) {
+  const dc_addr *a = dc_plan_addr(p, q, lane);
+  int late = dc_now() + REDIAL_SECONDS > deadline;
+  if (claim >= 0) {
+    if (++*unproven >= UNPROVEN_TRIES || late) {
+      *st = unproven_error(p, q, a, claim, *unproven, err, errlen);
+      return 0;
+    }
+    dc_engine_log(t,
+                  "rank %d (%s) refused connection %d without proving the "
+                  "job token (it says: %s): not believed (a stranger, or "
+                  "another token), dialing again",
+                  q, a->text, lane, dc_hello_reason_text((uint32_t)claim));
+    return 1;
+  }
+  if (*st != DC_ERR_PEER_LOST || ++*drops > DROP_RETRIES || late)
+    return 0;
+  dc_engine_log(
+      t, "rank %d (%s) dropped connection %d before answering: dialing again",
+      q, a->text, lane);
+  return 1;
+}
 
 static dc_status connect_one(dc_engine *t, const dc_engine_plan *p,
                              const dc_auth *auth, int q, int lane,
@@ -176,29 +250,27 @@ static dc_status connect_one(dc_engine *t, const dc_engine_plan *p,
   const dc_addr *a = dc_plan_addr(p, q, lane);
   dc_hello reply;
   dc_seal *seal = NULL;
-  int fd, unix_sock;
+  int fd, unix_sock, drops = 0, unproven = 0;
   dc_status st = dial(t, p, q, lane, deadline, &fd, &unix_sock, err, errlen);
   if (st != DC_OK)
     return st;
-  for (int tries = 1;; tries++) {
-    st = handshake(fd, p, auth, q, lane, deadline, &reply, &seal, err, errlen);
+  for (;;) {
+    int claim = -1;
+    st = handshake(fd, p, auth, q, lane, deadline, &reply, &seal, &claim, err,
+                   errlen);
     if (st == DC_OK)
       break;
     dc_seal_free(seal);
     seal = NULL;
     close(fd);
-    double redial = dc_now() + REDIAL_SECONDS;
-    if (st != DC_ERR_PEER_LOST || tries > DROP_RETRIES || redial > deadline)
+    if (!again(t, p, q, lane, &st, claim, &drops, &unproven, deadline, err,
+               errlen))
       return st;
-    dc_engine_log(
-        t,
-        "rank %d (%s) dropped connection %d before answering: dialing "
-        "again",
-        q, a->text, lane);
-    char again[256];
-    if (dial(t, p, q, lane, redial, &fd, &unix_sock, again, sizeof again) !=
-        DC_OK)
-      return st; /* the first error says more */
+    char again_err[256];
+    if (dial(t, p, q, lane, dc_now() + REDIAL_SECONDS, &fd, &unix_sock,
+             again_err, sizeof again_err) != DC_OK)
+      return claim >= 0 ? unproven_error(p, q, a, claim, unproven, err, errlen)
+                        : st; /* the first error says more */
   }
   if (reply.host != p->host)
     dc_sock_keepalive(fd);

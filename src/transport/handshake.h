@@ -4,6 +4,8 @@
 #ifndef DC_TRANSPORT_HANDSHAKE_H
 #define DC_TRANSPORT_HANDSHAKE_H
 
+#include <string.h>
+
 #include "base/clock.h"
 #include "transport/engine.h"
 #include "transport/mesh.h"
@@ -29,6 +31,24 @@ static inline dc_hello dc_engine_hello(const dc_engine_plan *p,
                          (auth->secure ? DC_HELLO_SECURE : 0u)};
   dc_auth_nonce(auth, h.nonce);
   return h;
+}
+
+/* With a job token a refusal is followed by a proof message whose MAC
+ * (under its own label) covers the refusal, the hello it answers as it
+ * arrived (the dialer's nonce, job, group and rank) and the refusing rank:
+ * a stranger can neither forge one nor replay one for another hello.
+ * Without a token nothing can be authenticated and a refusal is believed
+ * as it comes. */
+#define DC_REFUSAL_LABEL "distcomm refusal"
+#define DC_REFUSAL_MSG_BYTES (2 * DC_HELLO_BYTES + 4)
+
+static inline void dc_refusal_msg(const unsigned char refusal[DC_HELLO_BYTES],
+                                  const unsigned char hello[DC_HELLO_BYTES],
+                                  uint32_t acceptor,
+                                  unsigned char m[DC_REFUSAL_MSG_BYTES]) {
+  memcpy(m, refusal, DC_HELLO_BYTES);
+  memcpy(m + DC_HELLO_BYTES, hello, DC_HELLO_BYTES);
+  dc_put32(m + 2 * DC_HELLO_BYTES, acceptor);
 }
 
 /* Same-host peers' shared-memory pipes and single copy, after connecting

@@ -1,14 +1,16 @@
 /* libFuzzer target: the connection handshake as an acceptor reads it
  * (src/transport/frame.c): the prefix check on a partial hello, the hello,
- * then the job-token proof message, and checking a proof (auth.c) that no
- * stranger can have made. Each decoder gets an exact-size heap copy, so
- * ASan sees any read past it. */
+ * then the job-token proof message, and checking a proof (auth.c), or a
+ * refusal's MAC as a dialer does (dial.c), that no stranger can have made.
+ * Each decoder gets an exact-size heap copy, so ASan sees any read past
+ * it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transport/auth.h"
 #include "transport/frame.h"
+#include "transport/handshake.h"
 
 static unsigned char *copy(const uint8_t *data, size_t n) {
   unsigned char *p = malloc(n ? n : 1);
@@ -51,6 +53,10 @@ static void check_proof(const unsigned char *in, const unsigned char *hello) {
   memcpy(b.nonce_c, hello + 48, DC_AUTH_NONCE_BYTES);
   if (dc_auth_verify(job_auth(), &b, DC_AUTH_BY_CONNECTOR, mac))
     abort(); /* a forged proof passed */
+  unsigned char mine[DC_HELLO_BYTES] = {0}, m[DC_REFUSAL_MSG_BYTES];
+  dc_refusal_msg(hello, mine, 0, m);
+  if (dc_auth_mac_ok(job_auth(), DC_REFUSAL_LABEL, m, sizeof m, mac))
+    abort(); /* a forged refusal passed */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -15,6 +15,7 @@
 
 #include "transport/auth.h"
 #include "transport/frame.h"
+#include "transport/handshake.h"
 
 static const char *token = "0123456789abcdef0123456789abcdef";
 
@@ -401,6 +402,51 @@ static void test_seal_binds_hello(void **state) {
   dc_seal_free(c);
 }
 
+/* A refusal's MAC (handshake.h) fits only the refusal, the hello it
+ * answers and the refusing rank, under the job's token: a stranger cannot
+ * reuse one for another dialer's hello, reason or rank. */
+static int refusal_ok(const dc_auth *a, const unsigned char *refusal,
+                      const unsigned char *hello, uint32_t acceptor,
+                      const unsigned char *mac) {
+  unsigned char m[DC_REFUSAL_MSG_BYTES];
+  dc_refusal_msg(refusal, hello, acceptor, m);
+  return dc_auth_mac_ok(a, DC_REFUSAL_LABEL, m, sizeof m, mac);
+}
+
+static void test_refusal_mac(void **state) {
+  (void)state;
+  dc_auth a = make(token), other = make("fedcba9876543210fedcba9876543210");
+  dc_hello h = {.kind = DC_HELLO,
+                .version = DC_WIRE_VERSION,
+                .job = 7,
+                .rank = 1,
+                .size = 2,
+                .flags = DC_HELLO_TOKEN};
+  dc_hello r = {.kind = DC_HELLO_REFUSED,
+                .version = DC_WIRE_VERSION,
+                .reason = DC_REFUSE_SIZE};
+  unsigned char hb[DC_HELLO_BYTES], rb[DC_HELLO_BYTES], m[DC_REFUSAL_MSG_BYTES];
+  unsigned char mac[DC_AUTH_PROOF_BYTES];
+  dc_auth_nonce(&a, h.nonce);
+  dc_hello_encode(&h, hb);
+  dc_hello_encode(&r, rb);
+  dc_refusal_msg(rb, hb, 0, m);
+  dc_auth_mac(&a, DC_REFUSAL_LABEL, m, sizeof m, mac);
+  assert_true(refusal_ok(&a, rb, hb, 0, mac));
+  assert_false(refusal_ok(&other, rb, hb, 0, mac)); /* another token */
+  assert_false(refusal_ok(&a, rb, hb, 1, mac));     /* another rank */
+  r.reason = DC_REFUSE_JOB;                         /* another reason */
+  dc_hello_encode(&r, rb);
+  assert_false(refusal_ok(&a, rb, hb, 0, mac));
+  r.reason = DC_REFUSE_SIZE;
+  dc_hello_encode(&r, rb);
+  dc_auth_nonce(&a, h.nonce); /* another dialer's hello (its nonce) */
+  dc_hello_encode(&h, hb);
+  assert_false(refusal_ok(&a, rb, hb, 0, mac));
+  dc_auth off = make(NULL); /* without a token nothing is proven */
+  assert_false(refusal_ok(&off, rb, hb, 0, mac));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sodium_unavailable),
@@ -415,6 +461,7 @@ int main(void) {
       cmocka_unit_test(test_seal_roundtrip),
       cmocka_unit_test(test_seal_refuses),
       cmocka_unit_test(test_seal_binds_hello),
+      cmocka_unit_test(test_refusal_mac),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
