@@ -462,7 +462,10 @@ static dc_status run_batch(dc_engine *t, dc_comm *c, dc_xstep *s, int n) {
     if (st != DC_OK || left == 0)
       return st;
     double now = dc_now();
-    if (trickles(&rate, moved, left < was_left, now, dc_engine_timeout(t)))
+    /* Only when something moved or finished: an idle spin (the common wait
+     * of a small op) pays no call for the rate window. */
+    if ((moved || left < was_left) &&
+        trickles(&rate, moved, left < was_left, now, dc_engine_timeout(t)))
       return too_slow(t, c, s, n, rate.bytes, now - rate.opened);
     if (moved) {
       last = now;
