@@ -5,33 +5,21 @@
 #include <stdint.h>
 
 #include "compose/async.h"
+#include "core/check.h"
 #include "core/group.h"
 #include "kernels/reduce.h"
-
-/* Argument errors are returned by the call itself (*req NULL), their
- * detail in dc_last_error(): requests in flight may be writing the group's
- * own detail. Only what every rank knows alone is read here (size, rank). */
-#define refuse(...) dc_init_fail(DC_ERR_INVALID, __VA_ARGS__)
 
 static int has_op(dc_rq_kind k) {
   return k == DC_RQ_ALL_REDUCE || k == DC_RQ_REDUCE_SCATTER ||
          k == DC_RQ_REDUCE_TO;
 }
 
-static dc_status check_kinds(const char *name, const dc_rq_args *x) {
-  if (x->kind == DC_RQ_BARRIER)
-    return DC_OK;
-  if ((unsigned)x->dtype >= DC_DTYPE_COUNT)
-    return refuse("%s: dtype %d is not a dc_dtype", name, x->dtype);
-  if (!has_op(x->kind))
-    return DC_OK;
-  dc_status st = dc_reduce_check(x->dtype, x->op);
-  if (st == DC_ERR_NOT_SUPPORTED)
-    return dc_init_fail(st, "%s: %s of %s is not supported", name,
-                        dc_op_name(x->op), dc_dtype_name(x->dtype));
-  if (st != DC_OK)
-    return refuse("%s: op %d is not a dc_op", name, x->op);
-  return DC_OK;
+/* Argument errors are returned by the call itself (*req NULL), their
+ * detail in dc_last_error(): requests in flight may be writing the group's
+ * own detail. Only what every rank knows alone is read here (size, rank). The
+ * shared checks (core/check.h) give the reason; the call's name leads. */
+static dc_status refuse_why(const char *name, dc_status st, const char *why) {
+  return st == DC_OK ? DC_OK : dc_init_fail(st, "%s: %s", name, why);
 }
 
 /* dst/src: another rank; root: any rank of the group. */
@@ -43,34 +31,46 @@ static dc_status check_peer(const dc_group *g, const char *name,
       [DC_RQ_SCATTER] = "root",   [DC_RQ_REDUCE_TO] = "root"};
   if (x->kind >= sizeof what / sizeof what[0] || !what[x->kind])
     return DC_OK;
-  if (x->peer < 0 || x->peer >= g->size)
-    return refuse("%s: %s %d is out of range (group size %d)", name,
-                  what[x->kind], x->peer, g->size);
-  int p2p = x->kind == DC_RQ_SEND || x->kind == DC_RQ_RECV;
-  if (p2p && x->peer == g->rank)
-    return refuse("%s: %s %d is this rank", name, what[x->kind], x->peer);
-  return DC_OK;
+  int self_ok = x->kind != DC_RQ_SEND && x->kind != DC_RQ_RECV;
+  dc_why why;
+  return refuse_why(
+      name,
+      dc_check_peer(x->peer, what[x->kind], self_ok, g->rank, g->size, why),
+      why);
 }
 
-/* Which buffers this rank uses: send, recv (root-only ones elsewhere). */
+static dc_status check_kinds(const char *name, const dc_rq_args *x) {
+  dc_why why;
+  if (x->kind == DC_RQ_BARRIER)
+    return DC_OK;
+  if (has_op(x->kind))
+    return refuse_why(name, dc_check_op(x->dtype, x->op, why), why);
+  return refuse_why(name, dc_check_dtype(x->dtype, why), why);
+}
+
+/* The buffers this rank uses: send, recv (root-only ones elsewhere); one
+ * with count 0 may be NULL. */
 static dc_status check_bufs(const dc_group *g, const char *name,
                             const dc_rq_args *x) {
+  dc_why why;
+  if (x->kind == DC_RQ_BARRIER || x->kind == DC_RQ_ALL_TO_ALLV)
+    return DC_OK; /* all_to_allv: its arrays are checked when it runs */
   int root = x->peer == g->rank;
   int use_send = x->kind != DC_RQ_RECV && x->kind != DC_RQ_BROADCAST &&
                  (x->kind != DC_RQ_SCATTER || root);
   int use_recv =
       x->kind != DC_RQ_SEND &&
       ((x->kind != DC_RQ_GATHER && x->kind != DC_RQ_REDUCE_TO) || root);
-  if (x->kind == DC_RQ_BARRIER || x->kind == DC_RQ_ALL_TO_ALLV)
-    return DC_OK; /* all_to_allv: its arrays are checked when it runs */
-  if (x->count > SIZE_MAX / dc_dtype_size(x->dtype) / (size_t)g->size)
-    return refuse("%s: count %zu overflows size_t", name, x->count);
-  if (x->count > 0 && use_send && !x->send)
-    return refuse("%s: send buffer is NULL with count %zu", name, x->count);
-  if (x->count > 0 && use_recv && !x->recv)
-    return refuse("%s: recv buffer is NULL with count %zu", name, x->count);
+  const void *send = use_send ? x->send : x;
+  const void *recv = use_recv ? x->recv : x; /* x: not used, so not NULL */
+  dc_status st = dc_check_buf(send, "send", x->count, x->dtype, g->size, why);
+  if (st == DC_OK)
+    st = dc_check_buf(recv, "recv", x->count, x->dtype, g->size, why);
+  if (st != DC_OK)
+    return refuse_why(name, st, why);
   if (x->kind == DC_RQ_ALL_TO_ALL && x->count > 0 && x->send == x->recv)
-    return refuse("%s: send and recv are the same buffer", name);
+    return dc_init_fail(DC_ERR_INVALID, "%s: send and recv are the same buffer",
+                        name);
   return DC_OK;
 }
 

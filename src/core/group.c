@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/group.h"
 #include "kernels/reduce.h"
 
@@ -66,36 +67,28 @@ dc_status dc_enter(dc_group *g, const char *name) {
   return DC_OK;
 }
 
+/* The shared checks (core/check.h), their reason recorded as the group's
+ * detail under the op's name. */
+static dc_status fail_why(dc_group *g, dc_status st, const char *why) {
+  return st == DC_OK ? DC_OK : dc_fail(g, st, "%s", why);
+}
+
 static dc_status check_buf(dc_group *g, const void *buf, const char *what,
                            size_t count, dc_dtype dtype) {
-  if ((unsigned)dtype >= DC_DTYPE_COUNT)
-    return dc_fail(g, DC_ERR_INVALID, "dtype %d is not a dc_dtype", dtype);
-  if (!buf && count > 0)
-    return dc_fail(g, DC_ERR_INVALID, "%s buffer is NULL with count %zu", what,
-                   count);
-  if (count > SIZE_MAX / dc_dtype_size(dtype) / (size_t)g->size)
-    return dc_fail(g, DC_ERR_INVALID, "count %zu overflows size_t", count);
-  return DC_OK;
+  dc_why why;
+  return fail_why(g, dc_check_buf(buf, what, count, dtype, g->size, why), why);
 }
 
 static dc_status check_op(dc_group *g, dc_dtype dtype, dc_op op) {
-  dc_status st = dc_reduce_check(dtype, op);
-  if (st == DC_ERR_NOT_SUPPORTED)
-    return dc_fail(g, st, "%s of %s is not supported", dc_op_name(op),
-                   dc_dtype_name(dtype));
-  if (st != DC_OK)
-    return dc_fail(g, st, "op %d is not a dc_op", op);
-  return DC_OK;
+  dc_why why;
+  return fail_why(g, dc_check_op(dtype, op, why), why);
 }
 
 static dc_status check_peer(dc_group *g, int peer, const char *what,
                             int self_ok) {
-  if (peer < 0 || peer >= g->size)
-    return dc_fail(g, DC_ERR_INVALID, "%s %d is out of range (group size %d)",
-                   what, peer, g->size);
-  if (!self_ok && peer == g->rank)
-    return dc_fail(g, DC_ERR_INVALID, "%s %d is this rank", what, peer);
-  return DC_OK;
+  dc_why why;
+  return fail_why(g, dc_check_peer(peer, what, self_ok, g->rank, g->size, why),
+                  why);
 }
 
 static void copy(void *dst, const void *src, size_t bytes) {

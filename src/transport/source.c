@@ -27,17 +27,29 @@ static int is_loopback(const struct sockaddr *a) {
   return 0;
 }
 
-/* An address of this host (and network namespace). */
-static int ours(const struct sockaddr *a) {
+/* An address of this host (and network namespace), given its interfaces
+ * list (NULL when getifaddrs failed: only loopback is known to be ours). */
+static int ours_in(const struct ifaddrs *all, const struct sockaddr *a) {
   if (is_loopback(a))
     return 1;
+  for (const struct ifaddrs *i = all; i; i = i->ifa_next)
+    if (i->ifa_addr && dc_sock_same_ip(i->ifa_addr, a))
+      return 1;
+  return 0;
+}
+
+static struct ifaddrs *interfaces(void) {
   struct ifaddrs *all = NULL;
-  if (getifaddrs(&all) != 0)
-    return 0;
-  int yes = 0;
-  for (const struct ifaddrs *i = all; i && !yes; i = i->ifa_next)
-    yes = i->ifa_addr && dc_sock_same_ip(i->ifa_addr, a);
-  freeifaddrs(all);
+  return getifaddrs(&all) == 0 ? all : NULL;
+}
+
+static int ours(const struct sockaddr *a) {
+  if (is_loopback(a))
+    return 1; /* no need to ask the kernel */
+  struct ifaddrs *all = interfaces();
+  int yes = ours_in(all, a);
+  if (all)
+    freeifaddrs(all);
   return yes;
 }
 
@@ -132,10 +144,13 @@ int dc_addr_is_ours(const dc_addr *a) {
 int dc_plan_one_host(const dc_engine_plan *p) {
   size_t n =
       (size_t)p->size * (size_t)p->naddrs * (p->per_peer ? (size_t)p->size : 1);
-  for (size_t i = 0; i < n; i++)
-    if (!dc_addr_is_ours(&p->addrs[i]))
-      return 0;
-  return 1;
+  struct ifaddrs *all = interfaces(); /* once, not per address */
+  int yes = 1;
+  for (size_t i = 0; i < n && yes; i++)
+    yes = ours_in(all, (const struct sockaddr *)&p->addrs[i].sa);
+  if (all)
+    freeifaddrs(all);
+  return yes;
 }
 
 static const char how_to_token[] =

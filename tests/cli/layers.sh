@@ -19,7 +19,7 @@ layer_of() {
         transport) echo 1 ;;
         algo) echo 2 ;;
         core) echo 3 ;;
-        compose | async) echo 4 ;;
+        compose) echo 4 ;;
         backends/*) echo 5 ;;
         bootstrap) echo 6 ;;
         nn) echo 7 ;;
