@@ -40,14 +40,15 @@ start_relay() {
     fail "$name: the relay did not start: $(cat "$mp_tmp/relay.$name")"
 }
 
-# ranks NAME SECURE: both ranks (rank 1 through the relay), 3 checked
-# 16 MiB all_sums; waits, then stops the relay. rc0/rc1, out0/out1.
-ranks() {
-  local name=$1 secure=$2 r pids=()
+# pair NAME SETTINGS ARGS...: both ranks (rank 1 through the relay) run
+# the probe with ARGS under the SETTINGS variables; waits, then stops the
+# relay. rc0/rc1, out0/out1.
+pair() {
+  local name=$1 settings=$2 r pids=()
+  shift 2
   for r in 0 1; do
-    MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf$r.json" DISTCOMM_TIMEOUT=20 \
-      DISTCOMM_SECURE=$secure timeout -k 2 60 "$probe" all_sum --mib 16 \
-      --iters 3 --check --linger 0 >"$mp_tmp/$name.$r" 2>&1 &
+    env $settings MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf$r.json" DISTCOMM_TIMEOUT=20 \
+      timeout -k 2 60 "$probe" "$@" --linger 0 >"$mp_tmp/$name.$r" 2>&1 &
     pids+=($!)
     mp_pids+=($!)
   done
@@ -58,23 +59,14 @@ ranks() {
   out0=$(cat "$mp_tmp/$name.0") out1=$(cat "$mp_tmp/$name.1")
 }
 
-# sendrecv_ranks NAME: as ranks, SECURE, one 1 MiB send from rank 0 to rank
-# 1 into a buffer full of a sentinel; one connection, so that the flip is
-# in that frame (not in another lane's, whose good records are written).
+# ranks NAME SECURE: 3 checked 16 MiB all_sums.
+ranks() { pair "$1" "DISTCOMM_SECURE=$2" all_sum --mib 16 --iters 3 --check; }
+
+# sendrecv_ranks NAME: SECURE, one 1 MiB send from rank 0 to rank 1 into a
+# buffer full of a sentinel; one connection, so that the flip is in that
+# frame (not in another lane's, whose good records are written).
 sendrecv_ranks() {
-  local name=$1 r pids=()
-  for r in 0 1; do
-    MLX_RANK=$r MLX_HOSTFILE="$mp_tmp/hf$r.json" DISTCOMM_TIMEOUT=20 \
-      DISTCOMM_SOCKETS=1 DISTCOMM_SECURE=1 timeout -k 2 60 "$probe" sendrecv --mib 1 \
-      --iters 1 --sentinel --linger 0 >"$mp_tmp/$name.$r" 2>&1 &
-    pids+=($!)
-    mp_pids+=($!)
-  done
-  wait "${pids[0]}"; rc0=$?
-  wait "${pids[1]}"; rc1=$?
-  kill "$relay_pid" 2>/dev/null
-  wait "$relay_pid" 2>/dev/null
-  out0=$(cat "$mp_tmp/$name.0") out1=$(cat "$mp_tmp/$name.1")
+  pair "$1" "DISTCOMM_SOCKETS=1 DISTCOMM_SECURE=1" sendrecv --mib 1 --iters 1 --sentinel
 }
 
 flipped() { grep -q "relay: flip at" "$mp_tmp/relay.$1"; }

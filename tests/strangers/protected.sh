@@ -31,73 +31,55 @@ if ! as_nobody test -x "$probe"; then
   exit 77
 fi
 
+# One job of two ranks: rank 0 (verbose), then nobody's rank 1 with the
+# same settings, which must be kept out, then the real rank 1, which must
+# get in; rank 0's log must name the refusal.
+# keep_out NAME SETTINGS LOGGED...: rank 0's log holds each LOGGED.
+keep_out() {
+  local name=$1 settings=$2 out rc rc0 log r0
+  shift 2
+  env $settings MLX_RANK=0 MLX_RING_VERBOSE=1 timeout -k 2 60 "$probe" init \
+    >"$mp_tmp/$name.0" 2>&1 &
+  r0=$!
+  mp_pids+=("$r0")
+  sleep 0.5
+  out=$(env $settings MLX_RANK=1 DISTCOMM_TIMEOUT=4 timeout -k 2 30 \
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- "$probe" init 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] && ! contains "$out" "OK rank"; then
+    ok "$name: nobody's rank 1 was kept out: $out"
+  else
+    fail "$name: nobody joined as rank 1 (exit $rc): $out"
+  fi
+  out=$(env $settings MLX_RANK=1 timeout -k 2 30 "$probe" init 2>&1)
+  rc=$?
+  wait "$r0"
+  rc0=$?
+  log=$(cat "$mp_tmp/$name.0")
+  if [ $rc -eq 0 ] && [ $rc0 -eq 0 ] && contains "$out" "OK rank 1 size 2" &&
+    contains "$log" "OK rank 0 size 2"; then
+    ok "$name: the real rank 1 got in: $out"
+  else
+    fail "$name: the real rank 1: exits $rc0/$rc: $out / $log"
+  fi
+  if contains "$log" "$@"; then
+    ok "$name: rank 0 logged: $(grep refused <<<"$log" | head -1)"
+  else
+    fail "$name: rank 0 did not log the refusal: $log"
+  fi
+}
+
 # H1: a coordinator job.
-p=$(mp_port_base)
-co="DISTCOMM_COORDINATOR=127.0.0.1:$p MLX_WORLD_SIZE=2 DISTCOMM_SHM=0"
-env $co MLX_RANK=0 MLX_RING_VERBOSE=1 timeout -k 2 60 "$probe" init \
-  >"$mp_tmp/c0" 2>&1 &
-c0=$!
-mp_pids+=("$c0")
-sleep 0.5
-out=$(env $co MLX_RANK=1 DISTCOMM_TIMEOUT=4 timeout -k 2 30 \
-  setpriv --reuid=65534 --regid=65534 --clear-groups -- "$probe" init 2>&1)
-rc=$?
-if [ $rc -ne 0 ] && ! contains "$out" "OK rank"; then
-  ok "H1: nobody's rank 1 was kept out of the coordinator job: $out"
-else
-  fail "H1: nobody joined the coordinator job as rank 1 (exit $rc): $out"
-fi
-out=$(env $co MLX_RANK=1 timeout -k 2 30 "$probe" init 2>&1)
-rc=$?
-wait "$c0"
-rc0=$?
-log=$(cat "$mp_tmp/c0")
-if [ $rc -eq 0 ] && [ $rc0 -eq 0 ] && contains "$out" "OK rank 1 size 2" &&
-  contains "$log" "OK rank 0 size 2"; then
-  ok "H1: the real rank 1 got in: $out"
-else
-  fail "H1: the real rank 1: exits $rc0/$rc: $out / $log"
-fi
-if contains "$log" "refused 127.0.0.1:" "no job token"; then
-  ok "H1: rank 0 logged: $(grep refused <<<"$log" | head -1)"
-else
-  fail "H1: rank 0 did not log the refusal: $log"
-fi
+keep_out "H1 (coordinator)" \
+  "DISTCOMM_COORDINATOR=127.0.0.1:$(mp_port_base) MLX_WORLD_SIZE=2 DISTCOMM_SHM=0" \
+  "refused 127.0.0.1:" "no job token"
 
 # H2: a hostfile job over TCP.
 base=$(mp_port_base)
 mp_hostfile "$mp_tmp/h.json" 2 "$base"
 chmod 644 "$mp_tmp/h.json"
-hf="MLX_HOSTFILE=$mp_tmp/h.json DISTCOMM_SHM=0"
-env $hf MLX_RANK=0 MLX_RING_VERBOSE=1 timeout -k 2 60 "$probe" init \
-  >"$mp_tmp/h0" 2>&1 &
-h0=$!
-mp_pids+=("$h0")
-sleep 0.5
-out=$(env $hf MLX_RANK=1 DISTCOMM_TIMEOUT=4 timeout -k 2 30 \
-  setpriv --reuid=65534 --regid=65534 --clear-groups -- "$probe" init 2>&1)
-rc=$?
-if [ $rc -ne 0 ] && ! contains "$out" "OK rank"; then
-  ok "H2: nobody's rank 1 was refused over TCP: $out"
-else
-  fail "H2: nobody joined the hostfile job as rank 1 over TCP (exit $rc): $out"
-fi
-out=$(env $hf MLX_RANK=1 timeout -k 2 30 "$probe" init 2>&1)
-rc=$?
-wait "$h0"
-rc0=$?
-log=$(cat "$mp_tmp/h0")
-if [ $rc -eq 0 ] && [ $rc0 -eq 0 ] && contains "$out" "OK rank 1 size 2" &&
-  contains "$log" "OK rank 0 size 2"; then
-  ok "H2: the real rank 1 got in over TCP: $out"
-else
-  fail "H2: the real rank 1: exits $rc0/$rc: $out / $log"
-fi
-if contains "$log" "refused a connection from 127.0.0.1:"; then
-  ok "H2: rank 0 logged: $(grep refused <<<"$log" | head -1)"
-else
-  fail "H2: rank 0 did not log the refusal: $log"
-fi
+keep_out "H2 (hostfile, TCP)" "MLX_HOSTFILE=$mp_tmp/h.json DISTCOMM_SHM=0" \
+  "refused a connection from 127.0.0.1:"
 
 # A job whose ranks span hosts (an address not on this host: TEST-NET-1)
 # refuses to start without a token, at once, saying how to give one.
