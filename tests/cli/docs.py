@@ -174,6 +174,18 @@ def check_table(src, test_env):
                          "build/tests/test_env --readme")
 
 
+def check_help(src, build):
+    """docs/launcher.md quotes distcomm-launch --help: it must be today's."""
+    launch = os.path.join(build, "bin", "distcomm-launch")
+    text = subprocess.run([launch, "--help"], capture_output=True, text=True,
+                          check=True).stdout
+    page = open(os.path.join(src, "docs", "launcher.md"),
+                encoding="utf-8").read()
+    if text not in page:
+        raise SystemExit("docs/launcher.md: the help block differs from "
+                         "distcomm-launch --help; paste in its output")
+
+
 def main():
     global SRC
     SRC, build, test_env = (os.path.abspath(a) for a in sys.argv[1:4])
@@ -182,6 +194,7 @@ def main():
     if lines > 300:
         raise SystemExit(f"README.md has {lines} lines; at most 300")
     check_table(SRC, test_env)
+    check_help(SRC, build)
     has_python = os.path.isdir(os.path.join(build, "python", "distcomm"))
     pages = [os.path.join(SRC, "README.md")]
     docs = os.path.join(SRC, "docs")

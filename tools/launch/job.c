@@ -184,43 +184,85 @@ static bool others_running(const struct dcl_job *j, int except) {
   return false;
 }
 
-/* The one line that says which rank brought the job down, and why. */
-static int report_failure(const struct dcl_job *j, const struct dcl_rank *r) {
+/* A remote rank's end comes as a status from its host's agent, 128 + the
+ * signal when one killed it (as a shell reports it); 0 when none did. */
+static int remote_signal(const struct dcl_rank *r) {
+  int code = WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus) : 0;
+  return r->host != NULL && code > 128 && code < 128 + NSIG ? code - 128 : 0;
+}
+
+/* The one line that says which rank brought the job down (or, with
+ * --keep-going, which one went), and why. *lost: killed or its host lost,
+ * not an exit status of its own. */
+static int report_failure(const struct dcl_job *j, const struct dcl_rank *r,
+                          bool *lost) {
   char what[160];
   int code;
+  *lost = true;
   if (r->host != NULL && WIFEXITED(r->wstatus) &&
       WEXITSTATUS(r->wstatus) == 255) {
     snprintf(what, sizeof what,
              "lost its ssh connection (ssh exited with status 255)");
     code = 255;
-  } else if (WIFSIGNALED(r->wstatus)) {
-    int sig = WTERMSIG(r->wstatus);
+  } else if (WIFSIGNALED(r->wstatus) || remote_signal(r) > 0) {
+    int sig = WIFSIGNALED(r->wstatus) ? WTERMSIG(r->wstatus) : remote_signal(r);
     snprintf(what, sizeof what, "was killed by signal %d (%s)", sig,
              strsignal(sig));
     code = 128 + sig;
   } else {
     code = WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus) : 1;
     snprintf(what, sizeof what, "exited with status %d", code);
+    *lost = false;
   }
+  const char *then = !others_running(j, r->index) ? ""
+                     : j->keep_going ? "; the other ranks go on (--keep-going)"
+                                     : "; stopping the other ranks";
   if (r->host != NULL)
-    dcl_error("rank %d (on host %s) %s%s", r->index, r->host, what,
-              others_running(j, r->index) ? "; stopping the other ranks" : "");
+    dcl_error("rank %d (on host %s) %s%s", r->index, r->host, what, then);
   else
     dcl_error("rank %d (pid %d on localhost) %s%s", r->index, (int)r->pid, what,
-              others_running(j, r->index) ? "; stopping the other ranks" : "");
+              then);
   return code;
+}
+
+/* --keep-going: count the rank's end; the job's status is decided when the
+ * last rank has ended (keep_going_status). */
+static void note_end(struct dcl_job *j, int code, bool lost) {
+  if (lost) {
+    j->lost++;
+    j->lost_status = code;
+  } else {
+    j->own_status = code;
+  }
+}
+
+/* The survivors' status: that of a rank that failed on its own (its
+ * error is the job's), else 0 when some rank finished, else the last lost
+ * rank's. */
+static int keep_going_status(const struct dcl_job *j) {
+  if (j->lost > 0)
+    dcl_error("--keep-going: %d of %d ranks finished, %d lost (see above)",
+              j->finished_ok, j->n, j->lost);
+  if (j->own_status != 0)
+    return j->own_status;
+  return j->finished_ok > 0 ? 0 : j->lost_status;
 }
 
 void dcl_job_rank_exited(struct dcl_job *j, struct dcl_rank *r) {
   dcl_input_close(r); /* nobody reads its stdin any more */
-  bool ok = WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0;
-  if (ok)
+  bool ok = WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0, lost;
+  if (ok) {
+    j->finished_ok++;
     dcl_info("rank %d (pid %d) exited normally", r->index, (int)r->pid);
-  else if (!j->stopping)
-    begin_stop(j, report_failure(j, r), DCL_SETTLE_MS);
-  else
+  } else if (!j->stopping && j->keep_going) {
+    int code = report_failure(j, r, &lost);
+    note_end(j, code, lost);
+  } else if (!j->stopping) {
+    begin_stop(j, report_failure(j, r, &lost), DCL_SETTLE_MS);
+  } else {
     dcl_info("rank %d (pid %d) stopped (wait status 0x%x)", r->index,
              (int)r->pid, (unsigned)r->wstatus);
+  }
 }
 
 /* Link l's ssh has exited: what the agent said before is still in the
@@ -493,7 +535,9 @@ int dcl_job_run(struct dcl_job *j) {
   finish_streams(j);
   if (j->stopping && !j->killed) /* leftovers in the ranks' groups */
     signal_groups(j, SIGKILL);
-  return j->stopping ? j->exit_code : 0;
+  if (j->stopping)
+    return j->exit_code;
+  return j->keep_going ? keep_going_status(j) : 0;
 }
 
 void dcl_job_free(struct dcl_job *j) {

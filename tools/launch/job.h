@@ -29,6 +29,12 @@ struct dcl_job {
   bool termed;     /* SIGTERM sent */
   bool killed;     /* SIGKILL sent */
   int exit_code;
+  /* --keep-going: a rank that ends badly does not stop the others. */
+  bool keep_going;
+  int finished_ok;  /* ranks that exited 0 */
+  int lost;         /* ranks killed by a signal or whose host was lost */
+  int own_status;   /* the last non-zero status a rank exited with itself */
+  int lost_status;  /* the last lost rank's status (128 + signal, 255) */
   int stop_signals; /* SIGINT/SIGTERM/SIGHUP seen, to escalate on a second one
                      */
   int64_t term_at, kill_at;

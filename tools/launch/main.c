@@ -228,6 +228,7 @@ static int launch_here(const struct dcl_options *o) {
     dcl_error("out of memory");
     rc = 1;
   } else if (rc == 0) {
+    job.keep_going = o->keep_going;
     log_plan(&e);
     dcl_share_ports(&ports); /* the ranks bind them; other launchers cannot */
     rc = dcl_job_start(&job, &e);

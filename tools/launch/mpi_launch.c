@@ -268,6 +268,12 @@ static void root_hint(const struct args *a, int rc) {
 
 int dcl_mpi_launch(const struct dcl_options *o, char **command) {
   struct args a = {0};
+  if (o->keep_going) {
+    dcl_error("--keep-going needs ranks started by distcomm-launch itself: "
+              "mpirun (--backend mpi) ends the whole job when one rank "
+              "fails");
+    return 2;
+  }
   int rc = build(o, command, &a);
   if (rc == 0) {
     pid_t pid = fork();

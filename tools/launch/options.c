@@ -21,6 +21,7 @@ enum opt_id {
   OPT_CWD,
   OPT_VERBOSE,
   OPT_TAG,
+  OPT_KEEP_GOING,
   OPT_HELP,
   OPT_HOSTS,
   OPT_HOSTFILE,
@@ -47,6 +48,7 @@ static const struct opt_def OPTS[] = {
     {"cwd", 0, true, OPT_CWD},
     {"verbose", 0, false, OPT_VERBOSE},
     {"tag-output", 0, false, OPT_TAG},
+    {"keep-going", 0, false, OPT_KEEP_GOING},
     {"help", 'h', false, OPT_HELP},
     {"hosts", 0, true, OPT_HOSTS},
     {"hostfile", 0, true, OPT_HOSTFILE},
@@ -119,6 +121,11 @@ static void print_usage(FILE *f) {
       "                            directory when it exists there, else the "
       "home)\n"
       "  --tag-output              prefix every output line with \"[rank] \"\n"
+      "  --keep-going              a rank that exits badly or is killed does "
+      "not stop the\n"
+      "                            others (for programs that shrink their "
+      "group); the\n"
+      "                            exit status is the survivors'\n"
       "  --verbose                 log what the launcher does; sets "
       "MLX_RING_VERBOSE=1\n"
       "  --no-verify-script        do not check that the command exists on "
@@ -156,7 +163,9 @@ static void print_usage(FILE *f) {
       "usage;\n"
       "before starting remote ranks: 255 when a host cannot be reached over "
       "ssh, 127\n"
-      "when the command (or distcomm-launch) is missing on a host.\n");
+      "when the command (or distcomm-launch) is missing on a host. With "
+      "--keep-going:\n"
+      "a status a rank exited with itself, else 0 when a rank finished.\n");
 }
 
 static enum dcl_parse_result bad(const char *fmt, ...)
@@ -266,6 +275,9 @@ static enum dcl_parse_result apply(struct dcl_options *o,
     return DCL_PARSE_RUN;
   case OPT_TAG:
     o->tag_output = true;
+    return DCL_PARSE_RUN;
+  case OPT_KEEP_GOING:
+    o->keep_going = true;
     return DCL_PARSE_RUN;
   case OPT_HELP:
     print_usage(stdout);

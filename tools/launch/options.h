@@ -20,7 +20,8 @@ struct dcl_options {
   const char *cwd;    /* --cwd, or NULL to stay where we are */
   bool verbose;
   bool tag_output;
-  char **command;        /* NULL-terminated, points into argv */
+  bool keep_going; /* --keep-going: a rank's failure does not stop the rest */
+  char **command;  /* NULL-terminated, points into argv */
   const char **mpi_args; /* --mpi-arg values (mpi only), pointing into argv */
   size_t n_mpi_args;
   const char *hosts;    /* --hosts */

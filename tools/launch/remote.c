@@ -370,6 +370,7 @@ static int run_job(const struct dcl_options *o, const struct dcl_plan *p,
   int rc = argvs == NULL ||
            dcl_job_init(&job, (int)p->nranks, o->tag_output) != 0 ||
            dcl_job_add_links(&job, (int)n) != 0;
+  job.keep_going = o->keep_going;
   if (rc == 0 && make_argvs(&job, p, hs, n, argvs) != 0)
     rc = 1;
   if (rc != 0)
