@@ -3,8 +3,10 @@
 # with a message naming rank 1 (lost_rank.py). kill: the launcher sees the
 # signal and stops the job. exit: rank 1 leaves with status 0, so only the
 # survivors' face can notice: MPI_Allreduce must fail naming rank 1 and end
-# them non-zero (MPI's fatal error handler).
-# Usage: lost_rank.sh LAUNCHER PYTHON_FILE kill|exit N
+# them non-zero (MPI's fatal error handler). stop: rank 1 stays alive but
+# silent, so the survivors' all_sum must time out (DISTCOMM_TIMEOUT=10)
+# naming rank 1.
+# Usage: lost_rank.sh LAUNCHER PYTHON_FILE kill|exit|stop N
 set -u -o pipefail
 launch=${1:?usage}; prog=${2:?usage}; how=${3:?usage}; n=${4:-3}
 out=$(mktemp)
@@ -22,8 +24,12 @@ grep -q "rank 1 leaves" "$out" || fail "rank 1 never left"
 ! grep -q "the loss went unseen" "$out" || fail "a survivor finished"
 if [ "$how" = kill ]; then
     grep -qE "rank 1 .*(signal 9|SIGKILL|killed)" "$out" || fail "no message names rank 1's kill"
-else
+elif [ "$how" = exit ]; then
     grep -qE "\[distcomm-ompi rank [02]\] MPI_Allreduce failed: .*rank 1" "$out" ||
         fail "no survivor's MPI_Allreduce named rank 1"
+else
+    grep -qE "\[distcomm-ompi rank [02]\] MPI_Allreduce failed: ERR_TIMEOUT.*rank 1" "$out" ||
+        fail "no survivor's MPI_Allreduce timed out naming rank 1"
+    [ "$took" -ge 8 ] || fail "ended after ${took}s, before DISTCOMM_TIMEOUT=10 could pass"
 fi
 echo "PASS ($how): status $rc after ${took}s"

@@ -106,6 +106,22 @@ def test_all_reduce_in_place_and_bool():
     assert mx.distributed.all_sum(flags).tolist() == [True, False, True]
 
 
+def test_16_bit_max_min_keep_their_format():
+    # Max and min pick the same bits in float16 and bfloat16 except where
+    # float16 has NaNs and bfloat16 big numbers: the face must tell MLX's
+    # two ops apart (it once ran bfloat16's max as float16's).
+    r = WORLD.rank()
+    big = mx.array([3e38, -3e38, 1e37 * (r + 1), 2.0 ** (100 + r)], mx.bfloat16)
+    want = [mx.array([3e38, -3e38, 1e37 * (q + 1), 2.0 ** (100 + q)], mx.bfloat16)
+            for q in range(SIZE)]
+    assert mx.array_equal(mx.distributed.all_max(big),
+                          mx.stack(want).max(0)).item()
+    assert mx.array_equal(mx.distributed.all_min(big),
+                          mx.stack(want).min(0)).item()
+    h = mx.array([1.0, -2.0, 2048.0 + 2 * r], mx.float16)
+    assert mx.distributed.all_max(h).tolist() == [1.0, -2.0, 2048.0 + 2 * (SIZE - 1)]
+
+
 @pytest.mark.parametrize("dt", [mx.bool_] + INTS + [d for d, _ in FLOATS])
 def test_all_gather(dt):
     for g in groups():

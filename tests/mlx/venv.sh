@@ -8,6 +8,9 @@ set -u -o pipefail
 venv=${1:?usage: $0 VENV_DIR PYTHON}
 python=${2:-python3}
 note=$venv.unavailable
+# One maker at a time (two ctest runs in one build folder): wait for it.
+exec 9>"$venv.lock"
+flock -w 1000 9 || { echo "venv-mlx: $venv.lock stayed held" >&2; exit 1; }
 if [ -x "$venv/bin/python" ] && [ -e "$venv/.complete" ]; then
     echo "venv-mlx: $venv is ready"
     exit 0

@@ -59,6 +59,13 @@ static char *kv(const char *k, const char *v) {
   return s;
 }
 
+/* --mlx: MLX's ring variables inherited from our environment would make
+ * MLX take its own ring instead of the face; they stay out. */
+static bool mlx_ring_var(const char *kv) {
+  return strncmp(kv, "MLX_RANK=", 9) == 0 ||
+         strncmp(kv, "MLX_HOSTFILE=", 13) == 0;
+}
+
 /* False when out of memory (free it all the same). */
 static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
                            int rank) {
@@ -98,7 +105,7 @@ static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
       re->v[n++] = (char *)o->envs[i];
   size_t ours = n; /* the environment yields to these */
   for (size_t i = 0; i < n_env; i++)
-    if (!named(environ[i], re->v, ours))
+    if (!named(environ[i], re->v, ours) && !(mlx && mlx_ring_var(environ[i])))
       re->v[n++] = environ[i];
   re->v[n] = NULL;
   return true;
