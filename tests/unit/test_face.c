@@ -233,7 +233,7 @@ static void test_errors_are_fatal_and_say_why(void **state) {
   assert_non_null(strstr(err, "[distcomm-ompi rank 0] MPI_Send failed"));
   assert_non_null(strstr(err, "5"));
   assert_int_equal(in_child(init_rank_out_of_range, err, sizeof err), 1);
-  assert_non_null(strstr(err, "MPI_Init failed: ERR_CONFIG"));
+  assert_non_null(strstr(err, "[distcomm-ompi] MPI_Init failed: ERR_CONFIG"));
   assert_non_null(strstr(err, "DISTCOMM_RANK=5 is out of range"));
   assert_non_null(strstr(err, "DISTCOMM_HOSTFILE"));
 }

@@ -65,9 +65,12 @@ static int world_rank(void) {
 /* MPI_ERRORS_ARE_FATAL: say what failed and end this rank. _exit, not
  * exit: the program's exit handlers would call into a broken group. */
 void dc_face_fatal(const char *call, dc_status st, const char *detail) {
-  fprintf(stderr, "[distcomm-ompi rank %d] %s failed: %s (%s)%s%s\n",
-          world_rank(), call, dc_status_name(st), dc_strerror(st),
-          detail && *detail ? ": " : "", detail ? detail : "");
+  char who[48] = "distcomm-ompi"; /* no rank before MPI_Init worked */
+  if (world_rank() >= 0)
+    snprintf(who, sizeof who, "distcomm-ompi rank %d", world_rank());
+  fprintf(stderr, "[%s] %s failed: %s (%s)%s%s\n", who, call,
+          dc_status_name(st), dc_strerror(st), detail && *detail ? ": " : "",
+          detail ? detail : "");
   fflush(NULL);
   _exit(1);
 }
