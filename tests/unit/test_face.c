@@ -223,6 +223,19 @@ static void init_rank_out_of_range(void) {
   unlink(path);
 }
 
+static void non_commutative_op(void) {
+  MPI_Op op;
+  MPI_Op_create(f16_sum, 0, &op);
+}
+
+static void sum_of_raw_bytes(void) {
+  MPI_Datatype two;
+  char b[4] = {0};
+  MPI_Init(NULL, NULL);
+  MPI_Type_contiguous(2, ompi_mpi_uint8_t, &two);
+  MPI_Allreduce(MPI_IN_PLACE, b, 2, two, ompi_mpi_op_sum, ompi_mpi_comm_world);
+}
+
 static void test_errors_are_fatal_and_say_why(void **state) {
   (void)state;
   char err[2048];
@@ -236,6 +249,11 @@ static void test_errors_are_fatal_and_say_why(void **state) {
   assert_non_null(strstr(err, "[distcomm-ompi] MPI_Init failed: ERR_CONFIG"));
   assert_non_null(strstr(err, "DISTCOMM_RANK=5 is out of range"));
   assert_non_null(strstr(err, "DISTCOMM_HOSTFILE"));
+  assert_int_equal(in_child(non_commutative_op, err, sizeof err), 1);
+  assert_non_null(strstr(err, "MPI_Op_create failed: ERR_NOT_SUPPORTED"));
+  assert_int_equal(in_child(sum_of_raw_bytes, err, sizeof err), 1);
+  assert_non_null(strstr(err, "MPI_Allreduce failed: ERR_INVALID"));
+  assert_non_null(strstr(err, "predefined op on a derived datatype"));
 }
 
 int main(void) {
