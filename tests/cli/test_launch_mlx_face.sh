@@ -42,6 +42,11 @@ err=$(launch --mlx --backend mpi -n 2 -- sh -c 'echo started' 2>&1)
 expect_eq "$?" 2 "--mlx --backend mpi"
 echo "$err" | grep -q "give one of them" || fail "--mlx --backend mpi said: $err"
 echo "$err" | grep -q started && fail "a rank started: $err"
+printf '{"backend": "mpi", "hosts": [{"ssh": "127.0.0.1"}]}' > "$T/mpi.json"
+err=$(launch --mlx --hostfile "$T/mpi.json" -- sh -c 'echo started' 2>&1)
+expect_eq "$?" 2 "--mlx with a hostfile whose backend is mpi"
+echo "$err" | grep -q 'backend "mpi" runs mpirun' || fail "--mlx --hostfile (mpi) said: $err"
+echo "$err" | grep -q started && fail "a rank started: $err"
 mkdir -p "$T/alone/bin"
 cp "$L" "$T/alone/bin/"
 err=$(timeout 20 "$T/alone/bin/$(basename "$L")" --mlx -n 2 -- sh -c 'echo started' 2>&1)

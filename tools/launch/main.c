@@ -173,6 +173,12 @@ static int launch_hosts(struct dcl_options *o) {
       rc = 2;
     }
     o->backend = "mpi";
+    if (o->mlx) {
+      dcl_error("--hostfile %s: backend \"mpi\" runs mpirun (MLX on Open "
+                "MPI), --mlx runs MLX on distcomm's ranks: give one of them",
+                o->hostfile);
+      rc = 2;
+    }
   }
   if (rc == 0 && dcl_backend_is_mesh(o->backend) &&
       dcl_plan_mesh(o, &plan) != 0)
