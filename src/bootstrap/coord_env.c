@@ -2,9 +2,9 @@
  * the variables users already have, first found wins.
  *   address: MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR,
  *            MASTER_ADDR + MASTER_PORT (torchrun)
- *   rank:    MLX_RANK, RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK
- *   size:    MLX_WORLD_SIZE, WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE,
- *            PMI_SIZE */
+ *   rank:    MLX_RANK, DISTCOMM_RANK, RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK,
+ * PMI_RANK size:    MLX_WORLD_SIZE, WORLD_SIZE, SLURM_NTASKS,
+ * OMPI_COMM_WORLD_SIZE, PMI_SIZE */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -19,9 +19,9 @@
 #include "config/env.h"
 #include "transport/sock.h"
 
-static const dc_env_id rank_vars[] = {DC_ENV_RANK, DC_ENV_TORCH_RANK,
-                                      DC_ENV_SLURM_PROCID, DC_ENV_OMPI_RANK,
-                                      DC_ENV_PMI_RANK};
+static const dc_env_id rank_vars[] = {DC_ENV_RANK,       DC_ENV_DC_RANK,
+                                      DC_ENV_TORCH_RANK, DC_ENV_SLURM_PROCID,
+                                      DC_ENV_OMPI_RANK,  DC_ENV_PMI_RANK};
 static const dc_env_id size_vars[] = {
     DC_ENV_WORLD_SIZE_MLX, DC_ENV_TORCH_WORLD_SIZE, DC_ENV_SLURM_NTASKS,
     DC_ENV_OMPI_SIZE, DC_ENV_PMI_SIZE};

@@ -128,7 +128,7 @@ static void mesh_free(mesh_setup *m) {
  * rank 0's first hostfile address, which the launcher keeps free for it,
  * serves as the coordinator. */
 static dc_status coord_from_hostfile(mesh_setup *m, char *err, size_t errlen) {
-  const char *path = dc_env_str(DC_ENV_HOSTFILE), *rs = dc_env_str(DC_ENV_RANK);
+  const char *rn, *path = dc_env_hostfile(), *rs = dc_env_rank(&rn);
   if (!path || !*path || !rs || !*rs) {
     snprintf(err, errlen,
              "MLX_IBV_DEVICES is set but no coordinator is: set "
@@ -137,7 +137,7 @@ static dc_status coord_from_hostfile(mesh_setup *m, char *err, size_t errlen) {
   }
   long rank;
   dc_hostfile hf;
-  dc_status st = dc_env_parse_int("MLX_RANK", rs, &rank, err, errlen);
+  dc_status st = dc_env_parse_int(rn, rs, &rank, err, errlen);
   if (st == DC_OK && (st = dc_hostfile_load(path, &hf, err, errlen)) == DC_OK) {
     if (hf.nranks != m->d.n || rank >= hf.nranks) {
       snprintf(err, errlen,

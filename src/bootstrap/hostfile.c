@@ -74,7 +74,7 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
 
 dc_status dc_ring_init(dc_group **out) {
   *out = NULL;
-  const char *rs = dc_env_str(DC_ENV_RANK), *path = dc_env_str(DC_ENV_HOSTFILE);
+  const char *rn, *rs = dc_env_rank(&rn), *path = dc_env_hostfile();
   if (!rs || !path)
     return dc_init_fail(DC_ERR_UNAVAILABLE,
                         "init: no backend is configured: the ring needs "
@@ -83,16 +83,19 @@ dc_status dc_ring_init(dc_group **out) {
   char err[400];
   long rank;
   dc_hostfile hf;
-  dc_status st = dc_env_parse_int("MLX_RANK", rs, &rank, err, sizeof err);
+  dc_status st = dc_env_parse_int(rn, rs, &rank, err, sizeof err);
   if (st == DC_OK)
     st = dc_hostfile_load(path, &hf, err, sizeof err);
   if (st != DC_OK)
     return dc_init_fail(st, "init: %s", err);
   if (rank >= hf.nranks) {
     dc_init_fail(DC_ERR_CONFIG,
-                 "init: MLX_RANK=%ld is out of range: "
-                 "MLX_HOSTFILE %s lists %d ranks (0..%d)",
-                 rank, path, hf.nranks, hf.nranks - 1);
+                 "init: %s=%ld is out of range: "
+                 "%s %s lists %d ranks (0..%d)",
+                 rn, rank,
+                 dc_env_str(DC_ENV_HOSTFILE) ? "MLX_HOSTFILE"
+                                             : "DISTCOMM_HOSTFILE",
+                 path, hf.nranks, hf.nranks - 1);
     dc_hostfile_free(&hf);
     return DC_ERR_CONFIG;
   }

@@ -81,6 +81,20 @@ double dc_env_double(dc_env_id id) {
   return t;
 }
 
+/* distcomm-launch --mlx names the ring's variables DISTCOMM_*, since MLX
+ * tries its own ring first whenever MLX_RANK and MLX_HOSTFILE are set. */
+const char *dc_env_rank(const char **name) {
+  dc_env_id id = dc_env_str(DC_ENV_RANK) ? DC_ENV_RANK : DC_ENV_DC_RANK;
+  if (name)
+    *name = dc_env_info(id)->name;
+  return dc_env_str(id);
+}
+
+const char *dc_env_hostfile(void) {
+  const char *p = dc_env_str(DC_ENV_HOSTFILE);
+  return p ? p : dc_env_str(DC_ENV_DC_HOSTFILE);
+}
+
 int dc_env_verbose(void) {
   return dc_env_flag(DC_ENV_RING_VERBOSE) || dc_env_flag(DC_ENV_VERBOSE);
 }

@@ -30,6 +30,12 @@
   X(HOSTFILE, "MLX_HOSTFILE", TEXT, "unset", 0, 0,                             \
     "path of the address file: JSON, each rank's ip:port list (the ring; "     \
     "with MLX_RANK)")                                                          \
+  X(DC_RANK, "DISTCOMM_RANK", TEXT, "unset", 0, 0,                             \
+    "MLX_RANK under another name (when MLX_RANK is unset): distcomm-launch "   \
+    "--mlx sets it, so that MLX's own ring does not take the job")             \
+  X(DC_HOSTFILE, "DISTCOMM_HOSTFILE", TEXT, "unset", 0, 0,                     \
+    "MLX_HOSTFILE under another name (when MLX_HOSTFILE is unset; "            \
+    "distcomm-launch --mlx)")                                                  \
   X(RING_VERBOSE, "MLX_RING_VERBOSE", FLAG, "0", 0, 0,                         \
     "log connections and failures to stderr (as DISTCOMM_VERBOSE)")            \
   X(VERBOSE, "DISTCOMM_VERBOSE", FLAG, "0", 0, 0,                              \
@@ -168,6 +174,11 @@ long long dc_env_int(dc_env_id id);
 
 /* SECONDS: the value, or the default. */
 double dc_env_double(dc_env_id id);
+
+/* MLX_RANK, else DISTCOMM_RANK (NULL when neither); *name: which. */
+const char *dc_env_rank(const char **name);
+/* MLX_HOSTFILE, else DISTCOMM_HOSTFILE (NULL when neither). */
+const char *dc_env_hostfile(void);
 
 /* MLX_RING_VERBOSE or DISTCOMM_VERBOSE is on. */
 int dc_env_verbose(void);

@@ -23,6 +23,7 @@ layer_of() {
         backends/*) echo 5 ;;
         bootstrap) echo 6 ;;
         nn) echo 7 ;;
+        faces) echo 8 ;; # libraries of their own over distcomm.h (the MPI face)
         *) echo "" ;;
     esac
 }

@@ -62,6 +62,11 @@ real=$(ls "$L"/libdistcomm.so.*.*.* 2>/dev/null)
 [ "$(readlink "$L/libdistcomm.so")" = libdistcomm.so.0 ] || fail "libdistcomm.so does not link to libdistcomm.so.0"
 objdump -p "$real" | grep -q 'SONAME *libdistcomm.so.0$' || fail "SONAME is not libdistcomm.so.0"
 grep -q '^prefix=/usr$' "$L/pkgconfig/distcomm.pc" || fail "distcomm.pc's prefix is not /usr"
+# MLX's MPI face beside the library, found by --mlx from the installed launcher.
+[ -f "$L/libdistcomm-ompi.so" ] || fail "the package lacks /usr/lib/$arch/libdistcomm-ompi.so"
+objdump -p "$L/libdistcomm-ompi.so" | grep -q 'RUNPATH *\$ORIGIN$' || fail "libdistcomm-ompi.so's RUNPATH is not \$ORIGIN"
+face=$(timeout -k 5 30 "$R/usr/bin/distcomm-launch" --mlx -n 1 -- sh -c 'echo "$MLX_MPI_LIBNAME"')
+[ "$face" = "$(realpath "$L/libdistcomm-ompi.so")" ] || fail "--mlx from the package gave MLX_MPI_LIBNAME=$face"
 zcat "$R/usr/share/man/man1/distcomm-launch.1.gz" | head -1 | grep -q '^\.TH DISTCOMM-LAUNCH 1' || fail "man page header"
 zcat "$R/usr/share/man/man1/distcomm-launch.1.gz" | grep -q -- '--starting-port' || fail "man page lacks the options"
 

@@ -68,6 +68,8 @@ int dcl_setup_take(struct dcl_agent_setup *s, const struct dcl_frame *f) {
     rc = dcl_parse_long(p, 1, 3600000, &s->beat_ms);
   else if (f->type == DCL_W_VERBOSE)
     rc = 0, s->opts.verbose = dcl_verbose = true;
+  else if (f->type == DCL_W_MLX)
+    rc = 0, s->opts.mlx = true;
   else
     rc = f->type == DCL_W_GO ? 1 : -1;
   free(p);

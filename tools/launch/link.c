@@ -46,6 +46,8 @@ void dcl_remote_setup(struct dcl_job *j, int l,
     send_str(link, DCL_W_ARG, *a);
   if (o->verbose)
     send_str(link, DCL_W_VERBOSE, "1");
+  if (o->mlx)
+    send_str(link, DCL_W_MLX, "1");
   for (int i = 0; i < j->n; i++) {
     if (j->link_of[i] != l)
       continue;

@@ -173,6 +173,12 @@ static int launch_hosts(struct dcl_options *o) {
       rc = 2;
     }
     o->backend = "mpi";
+    if (o->mlx) {
+      dcl_error("--hostfile %s: backend \"mpi\" runs mpirun (MLX on Open "
+                "MPI), --mlx runs MLX on distcomm's ranks: give one of them",
+                o->hostfile);
+      rc = 2;
+    }
   }
   if (rc == 0 && dcl_backend_is_mesh(o->backend) &&
       dcl_plan_mesh(o, &plan) != 0)
@@ -257,6 +263,15 @@ int main(int argc, char **argv) {
     dcl_options_free(&opts);
     return pr == DCL_PARSE_HELP ? 0 : 2;
   }
+  static char face[4096];
+  if (opts.mlx && dcl_mlx_face(face, sizeof face) != 0) {
+    dcl_error("--mlx: libdistcomm-ompi.so (MLX's MPI face) is not beside "
+              "this launcher (looked in ../ and ../" DCL_FACE_LIBDIR
+              "/ from its folder): build or install distcomm whole");
+    dcl_options_free(&opts);
+    return 2;
+  }
+  opts.mlx_face = opts.mlx ? face : NULL;
   raise_fd_limit();
   if (dcl_signals_install() != 0) {
     dcl_error("cannot install signal handlers");

@@ -5,10 +5,13 @@
 #endif
 #include "options.h"
 
+#include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -30,6 +33,7 @@ enum opt_id {
   OPT_PRINT_PYTHON,
   OPT_PYTHON,
   OPT_NCCL_PORT,
+  OPT_MLX,
 };
 
 struct opt_def {
@@ -57,6 +61,7 @@ static const struct opt_def OPTS[] = {
     {"print-python", 0, false, OPT_PRINT_PYTHON},
     {"python", 0, true, OPT_PYTHON},
     {"nccl-port", 0, true, OPT_NCCL_PORT},
+    {"mlx", 0, false, OPT_MLX},
 };
 #define N_OPTS (sizeof OPTS / sizeof OPTS[0])
 
@@ -141,6 +146,16 @@ static void print_usage(FILE *f) {
       "  --print-python            print the path of that python and exit\n"
       "  --nccl-port P             nccl only (MLX's flag; accepted, nccl is "
       "refused)\n"
+      "  --mlx                     run an unchanged MLX program on distcomm: "
+      "sets\n"
+      "                            MLX_MPI_LIBNAME to libdistcomm-ompi.so and "
+      "names the\n"
+      "                            ring's variables DISTCOMM_RANK, "
+      "DISTCOMM_HOSTFILE\n"
+      "                            (not MLX_RANK/MLX_HOSTFILE, so MLX's own "
+      "ring stays\n"
+      "                            out): mx.distributed.init() then takes "
+      "its mpi backend\n"
       "  -h, --help                show this help\n"
       "\n"
       "A command ending in .py that is not executable is run with --python's "
@@ -301,6 +316,9 @@ static enum dcl_parse_result apply(struct dcl_options *o,
     return DCL_PARSE_RUN;
   case OPT_NCCL_PORT:
     return number("--nccl-port", v, 1, 65535, &o->nccl_port);
+  case OPT_MLX:
+    o->mlx = true;
+    return DCL_PARSE_RUN;
   }
   return DCL_PARSE_BAD;
 }
@@ -360,6 +378,9 @@ static enum dcl_parse_result check_hosts(const struct dcl_options *o) {
     return bad("give --hosts or --hostfile, not both");
   if (!mpi && o->n_mpi_args > 0 && (o->backend_set || o->hostfile == NULL))
     return bad("--mpi-arg needs --backend mpi");
+  if (mpi && o->mlx)
+    return bad("--mlx runs MLX on distcomm's own ranks; --backend mpi runs "
+               "mpirun (MLX on Open MPI): give one of them");
   return DCL_PARSE_RUN;
 }
 
@@ -415,4 +436,25 @@ void dcl_options_free(struct dcl_options *o) {
   free(o->mpi_args);
   o->mpi_args = NULL;
   o->n_mpi_args = 0;
+}
+
+/* Where the face is, from where we are: the build tree keeps libraries one
+ * folder above bin/, the install tree in LIBDIR beside bin/. */
+int dcl_mlx_face(char *out, size_t n) {
+  char exe[PATH_MAX], path[PATH_MAX + 64], real[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0)
+    return -1;
+  exe[len] = '\0';
+  const char *dir = dirname(exe);
+  static const char *const rel[] = {"..", "../" DCL_FACE_LIBDIR};
+  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s/libdistcomm-ompi.so", dir, rel[i]);
+    if (realpath(path, real) != NULL && access(real, R_OK) == 0 &&
+        strlen(real) < n) {
+      snprintf(out, n, "%s", real);
+      return 0;
+    }
+  }
+  return -1;
 }

@@ -29,6 +29,8 @@ struct dcl_options {
   const char *python;   /* --python: runs a .py command (default python3) */
   bool print_python;    /* --print-python */
   long nccl_port;       /* --nccl-port (nccl only, which is refused) */
+  bool mlx; /* --mlx: MLX's mpi backend over distcomm (DISTCOMM_RANK, ...) */
+  const char *mlx_face; /* --mlx: libdistcomm-ompi.so's path, set in main */
 };
 
 /* What the caller should do after parsing. */
@@ -45,6 +47,11 @@ const char *dcl_backend_missing(const char *name);
 
 /* mesh, jaccl or jaccl-ring: our ranks over the mesh backend. */
 bool dcl_backend_is_mesh(const char *name);
+
+/* --mlx: the absolute path of libdistcomm-ompi.so beside this launcher
+ * (build tree: ../libdistcomm-ompi.so; install tree: ../LIBDIR/), written
+ * to out; -1 when neither exists. */
+int dcl_mlx_face(char *out, size_t n);
 
 enum dcl_parse_result dcl_parse_options(int argc, char **argv,
                                         struct dcl_options *o);

@@ -39,7 +39,7 @@ static void child_fail(int fd, enum stage stage) {
  * over an earlier one, as putenv did. */
 struct rank_env {
   char **v;     /* NULL-terminated, for execvpe */
-  char *own[6]; /* the launcher's own "K=V" strings (freed with v) */
+  char *own[8]; /* the launcher's own "K=V" strings (freed with v) */
 };
 
 static bool named(const char *kv, char *const *list, size_t n) {
@@ -59,6 +59,13 @@ static char *kv(const char *k, const char *v) {
   return s;
 }
 
+/* --mlx: MLX's ring variables inherited from our environment would make
+ * MLX take its own ring instead of the face; they stay out. */
+static bool mlx_ring_var(const char *kv) {
+  return strncmp(kv, "MLX_RANK=", 9) == 0 ||
+         strncmp(kv, "MLX_HOSTFILE=", 13) == 0;
+}
+
 /* False when out of memory (free it all the same). */
 static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
                            int rank) {
@@ -72,9 +79,20 @@ static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
   re->v = malloc(cap * sizeof *re->v);
   snprintf(num[0], sizeof num[0], "%d", rank);
   snprintf(num[1], sizeof num[1], "%ld", o->nranks);
-  bool ok = re->v != NULL && (re->own[k++] = kv("MLX_RANK", num[0])) &&
+  /* --mlx: names MLX's ring does not read, so MLX takes its mpi backend,
+   * which loads our face; the library reads either name. */
+  bool mlx = o->mlx;
+  char face[4096] = "libdistcomm-ompi.so";
+  if (mlx && o->mlx_face != NULL)
+    snprintf(face, sizeof face, "%s", o->mlx_face);
+  else if (mlx) /* the agent: beside its own binary */
+    (void)dcl_mlx_face(face, sizeof face);
+  bool ok = re->v != NULL &&
+            (re->own[k++] = kv(mlx ? "DISTCOMM_RANK" : "MLX_RANK", num[0])) &&
             (re->own[k++] = kv("MLX_WORLD_SIZE", num[1])) &&
-            (re->own[k++] = kv("MLX_HOSTFILE", e->hostfile)) &&
+            (re->own[k++] =
+                 kv(mlx ? "DISTCOMM_HOSTFILE" : "MLX_HOSTFILE", e->hostfile)) &&
+            (!mlx || (re->own[k++] = kv("MLX_MPI_LIBNAME", face))) &&
             (re->own[k++] = kv("DISTCOMM_JOB_ID", e->job_id)) &&
             (re->own[k++] = kv("DISTCOMM_JOB_TOKEN", e->job_token)) &&
             (!o->verbose || (re->own[k++] = kv("MLX_RING_VERBOSE", "1")));
@@ -87,7 +105,7 @@ static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
       re->v[n++] = (char *)o->envs[i];
   size_t ours = n; /* the environment yields to these */
   for (size_t i = 0; i < n_env; i++)
-    if (!named(environ[i], re->v, ours))
+    if (!named(environ[i], re->v, ours) && !(mlx && mlx_ring_var(environ[i])))
       re->v[n++] = environ[i];
   re->v[n] = NULL;
   return true;
