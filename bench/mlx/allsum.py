@@ -4,6 +4,8 @@ runs it under mlx.launch, mpirun and distcomm-launch --mlx in turns).
 Each size is timed eval to eval: the time from asking for
 mx.distributed.all_sum(x) to mx.eval returning, as an MLX program sees it;
 the median of REPS after warm-up. Rank 0 prints "allsum BYTES MEDIAN_US".
+--distcomm times distcomm.all_sum(mx.array) instead (the Python module:
+DLPack in, one copy into the mx.array result out).
 """
 import argparse
 import statistics
@@ -16,8 +18,17 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", default="8,64,512,4096,65536,1048576,16777216,134217728")
     p.add_argument("--small-reps", type=int, default=300)
+    p.add_argument("--distcomm", action="store_true",
+                   help="distcomm.all_sum on the mx.array (distcomm's Python module "
+                        "under distcomm-launch) instead of mx.distributed.all_sum")
     args = p.parse_args()
-    group = mx.distributed.init()
+    if args.distcomm:
+        import distcomm
+        group = distcomm.init()
+        all_sum = distcomm.all_sum
+    else:
+        group = mx.distributed.init()
+        all_sum = mx.distributed.all_sum
     for nbytes in (int(s) for s in args.sizes.split(",")):
         x = mx.ones((max(1, nbytes // 4),), dtype=mx.float32)
         mx.eval(x)
@@ -26,7 +37,7 @@ def main():
         times = []
         for i in range(reps + max(3, reps // 10)):
             t0 = time.perf_counter()
-            y = mx.distributed.all_sum(x, group=group)
+            y = all_sum(x, group=group)
             mx.eval(y)
             times.append(time.perf_counter() - t0)
         times = times[-reps:]  # the first ones were warm-up

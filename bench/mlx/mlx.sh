@@ -6,6 +6,9 @@
 #            vader,self with --mca pml ob1, so the btl named is the one used)
 #   distcomm MLX's mpi backend on distcomm (distcomm-launch --mlx;
 #            DISTCOMM_SHM=0 for TCP, the default for shared memory)
+#   dcpy     not MLX's API: distcomm.all_sum(mx.array) from distcomm's Python
+#            module under distcomm-launch (all_sum only; no decode), the
+#            same transports; for reference where --mlx is missing
 # bench/mlx/allsum.py: mx.distributed.all_sum 8 B - 128 MiB of float32,
 # timed eval to eval, the median of many after warm-up; examples/mlx/
 # generate.py --no-check: tensor-parallel greedy decode of a small mlx-lm
@@ -42,10 +45,12 @@ run() { # run CONFIG PROGRAM ARGS...
   mpi_shm) mpi vader,self "$@" ;;
   dc_tcp) "$launch" --mlx -n 2 --env DISTCOMM_SHM=0 -- "$py" "$@" ;;
   dc_shm) "$launch" --mlx -n 2 -- "$py" "$@" ;;
+  dcpy_tcp) PYTHONPATH=$build/python "$launch" -n 2 --env DISTCOMM_SHM=0 -- "$py" "$@" --distcomm ;;
+  dcpy_shm) PYTHONPATH=$build/python "$launch" -n 2 -- "$py" "$@" --distcomm ;;
   esac
 }
 
-configs="ring_tcp mpi_tcp mpi_shm"
+configs="ring_tcp mpi_tcp mpi_shm dcpy_tcp dcpy_shm"
 if "$launch" --help 2>&1 | grep -qE '^ *--mlx( |$)'; then
   configs="$configs dc_tcp dc_shm"
 else
@@ -55,8 +60,9 @@ for r in $(seq 1 "$rounds"); do
   for c in $configs; do
     echo "# round $r: $c"
     timeout 600 bash -c "$(declare -f mpi run); py='$py' venv='$venv' launch='$launch' \
-      run $c '$repo/bench/mlx/allsum.py'" >"$results/allsum-$c-$r.txt" 2>&1 ||
+      build='$build' run $c '$repo/bench/mlx/allsum.py'" >"$results/allsum-$c-$r.txt" 2>&1 ||
       echo "# allsum on $c failed (see $results/allsum-$c-$r.txt)"
+    case $c in dcpy_*) continue ;; esac
     timeout 600 bash -c "$(declare -f mpi run); py='$py' venv='$venv' launch='$launch' \
       run $c '$repo/examples/mlx/generate.py' --no-check --tokens 64" \
       >"$results/decode-$c-$r.txt" 2>&1 ||

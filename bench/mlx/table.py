@@ -6,10 +6,12 @@ import re
 import statistics
 import sys
 
-CONFIGS = ["ring_tcp", "mpi_tcp", "mpi_shm", "dc_tcp", "dc_shm"]
+CONFIGS = ["ring_tcp", "mpi_tcp", "mpi_shm", "dc_tcp", "dc_shm", "dcpy_tcp", "dcpy_shm"]
 # (distcomm config, the other, column title)
 RATIOS = [("dc_tcp", "ring_tcp", "ring/dc tcp"), ("dc_tcp", "mpi_tcp", "mpi/dc tcp"),
-          ("dc_shm", "ring_tcp", "ring/dc shm"), ("dc_shm", "mpi_shm", "mpi/dc shm")]
+          ("dc_shm", "ring_tcp", "ring/dc shm"), ("dc_shm", "mpi_shm", "mpi/dc shm"),
+          ("dcpy_tcp", "ring_tcp", "ring/dcpy tcp"), ("dcpy_tcp", "mpi_tcp", "mpi/dcpy tcp"),
+          ("dcpy_shm", "mpi_shm", "mpi/dcpy shm")]
 
 
 def cells(results, kind, pattern):
@@ -39,6 +41,10 @@ def main():
     dec = cells(results, "decode", r"^decode ([\d.]+) tokens/s")
     print(open(os.path.join(results, "host.txt")).read().rstrip())
     print()
+    # only the configurations that ran, and the ratios between them
+    global CONFIGS, RATIOS
+    CONFIGS = [c for c in CONFIGS if c in lat or c in dec]
+    RATIOS = [r for r in RATIOS if r[0] in CONFIGS and r[1] in CONFIGS]
     head = CONFIGS + [t for _, _, t in RATIOS]
     print("| all_sum (us) | " + " | ".join(head) + " |")
     print("|---" * (len(head) + 1) + "|")
@@ -50,6 +56,7 @@ def main():
             row.append(f"{a / b:.2f}x" if a and b else "-")
         print(f"| {size(n)} | " + " | ".join(row) + " |")
     row = [f"{dec[c][0]:.1f}" if c in dec else "-" for c in CONFIGS]
+    # decode ratios: distcomm's tokens/s over the other's
     for dc, other, _ in RATIOS:
         a, b = dec.get(other, {}).get(0), dec.get(dc, {}).get(0)
         row.append(f"{b / a:.2f}x" if a and b else "-")
