@@ -8,7 +8,7 @@
 set -u
 launch=$1 venv=$2 n=$3 pattern=$4 lines=$5
 shift 6
-if ! "$venv/bin/python" -c "import mlx.core, mlx_lm" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import mlx.core" 2>/dev/null; then
   echo "SKIP: $venv has no mlx (the mlx.venv fixture could not reach PyPI)"; exit 77
 fi
 if ! "$launch" --help 2>&1 | grep -qE '^ *--mlx( |$)'; then
