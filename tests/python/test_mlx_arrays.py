@@ -166,3 +166,13 @@ def test_distcomm_does_not_import_mlx():
     code = ("import sys, numpy, distcomm; distcomm.all_sum(numpy.ones(2)); "
             "distcomm.recv_like; assert 'mlx' not in sys.modules, 'mlx imported'")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+
+
+def test_average_gradients_of_an_mx_tree():
+    from distcomm.nn import average_gradients
+    grads = {"w": mx.full((2, 3), R + 1.0), "b": [mx.array([2 * R], mx.bfloat16)],
+             "n": mx.array([R], mx.int32)}
+    avg = average_gradients(grads, all_reduce_size=8)
+    same(avg["w"], mx.full((2, 3), (N + 1) / 2))
+    same(avg["b"][0], mx.array([N - 1], mx.bfloat16))
+    same(avg["n"], mx.array([(N - 1) * N // 2 // N], mx.int32))
