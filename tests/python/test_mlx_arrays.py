@@ -176,3 +176,11 @@ def test_average_gradients_of_an_mx_tree():
     same(avg["w"], mx.full((2, 3), (N + 1) / 2))
     same(avg["b"][0], mx.array([N - 1], mx.bfloat16))
     same(avg["n"], mx.array([(N - 1) * N // 2 // N], mx.int32))
+
+
+def test_an_mx_dtype_that_does_not_match_is_refused_before_any_communication():
+    with pytest.raises(TypeError, match="dtype=int32 but the array is float32"):
+        distcomm.all_sum(mx.ones(3), dtype=mx.int32)
+    with pytest.raises(TypeError, match="bfloat16 data must be stored as uint16"):
+        distcomm.all_sum(mx.ones(3), dtype=mx.bfloat16)
+    same(distcomm.all_sum(mx.ones(3), dtype=mx.float32), mx.full((3,), N, mx.float32))
