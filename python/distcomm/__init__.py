@@ -11,7 +11,10 @@ Every collective takes any object with the buffer protocol or
 ``__dlpack__`` (numpy arrays, torch tensors, JAX and MLX arrays: their memory
 is read in place; others go through ``numpy.asarray``), copies it when it is not
 C-contiguous, and returns a new numpy array of the same dtype with the shape
-MLX gives. ``out=`` writes the result into an existing array instead.
+MLX gives; for an ``mx.array`` input (or an ``mx.Dtype`` given to recv or
+scatter) the result is an ``mx.array``, bfloat16 included (mlx is imported
+only by the caller). ``out=`` writes the result into an existing numpy array
+instead (never into an ``mx.array``: MLX arrays are immutable).
 ``group=None`` means the world group, ``init()``. bfloat16, which numpy
 lacks, travels as uint16 bit patterns with ``dtype="bfloat16"``.
 
@@ -22,6 +25,7 @@ second (the group is then unusable, as after any communication failure).
 """
 
 import os as _os
+import sys as _sys
 
 import numpy as _np
 
@@ -38,7 +42,8 @@ __version__ = _c.version
 __all__ = [
     "init", "is_available", "Group", "all_sum", "all_max", "all_min",
     "all_gather", "sum_scatter", "send", "recv", "recv_like", "Error",
-    "all_to_all", "gather", "scatter", "reduce", "Request",
+    "all_to_all", "gather", "scatter", "reduce", "Request", "broadcast",
+    "barrier",
 ] + sorted(cls.__name__ for cls in ERRORS.values())
 
 # numpy (kind, itemsize) -> library dtype name. Keyed this way because
@@ -106,6 +111,46 @@ def _asarray(x):
     return _np.asarray(v), (v.dtype if v.dtype == "bfloat16" else None)
 
 
+def _mx_of(x):
+    """mlx.core when x is an mx.array or an mx.Dtype, else None. The module
+    is looked up, never imported: an mx object means the caller imported it."""
+    t = type(x)
+    if t.__module__ == "mlx.core" and t.__name__ in ("array", "Dtype"):
+        return _sys.modules["mlx.core"]
+    return None
+
+
+def _mx_dtype(dtype):
+    """The library dtype name of an mx.Dtype (mlx.core.bfloat16 -> "bfloat16")."""
+    name = str(dtype).rsplit(".", 1)[-1]
+    return "bool" if name == "bool_" else name
+
+
+def _like(x, code):
+    """What _result needs to give x's kind of array back: None for numpy,
+    else (mlx.core, whether the numpy result holds bfloat16 bits)."""
+    mx = _mx_of(x)
+    return None if mx is None else (mx, code == _c.DTYPES["bfloat16"][0])
+
+
+def _result(res, like):
+    """res (a numpy array, or None) as the caller's kind of array. mx.array
+    copies res once: MLX arrays own their memory and are immutable, so the
+    library cannot write into one."""
+    if like is None or res is None:
+        return res
+    mx, bf16 = like
+    # dtype named: mx.array(float64 numpy) alone would give float32
+    kind = "bool_" if res.dtype.kind == "b" else res.dtype.name
+    arr = mx.array(res, dtype=getattr(mx, kind))
+    return mx.view(arr, mx.bfloat16) if bf16 else arr
+
+
+def _converter(like):
+    """The Request's convert callable (None: wait() returns the numpy array)."""
+    return None if like is None else (lambda res: _result(res, like))
+
+
 def _input(x, dtype=None):
     """x as a C-contiguous numpy array and the library dtype code.
 
@@ -114,6 +159,8 @@ def _input(x, dtype=None):
     """
     a, dl = _asarray(x)
     dtype = dl if dtype is None else dtype
+    if _mx_of(dtype) is not None:
+        dtype = _mx_dtype(dtype)
     if dtype is not None and str(dtype) == "bfloat16":
         if a.dtype.kind not in "uiV" or a.dtype.itemsize != 2:
             raise TypeError(f"distcomm: bfloat16 data must be stored as uint16, not {a.dtype}")
@@ -132,6 +179,9 @@ def _output(out, shape, dtype, op):
     """A new array, or out after checking it can take the result in place."""
     if out is None:
         return _np.empty(shape, dtype)
+    if _mx_of(out) is not None:
+        raise TypeError(f"distcomm: {op}: out cannot be an mx.array (MLX arrays are "
+                        "immutable); use the returned array")
     if not isinstance(out, _np.ndarray) and hasattr(out, "__dlpack__"):
         out = _asarray(out)[0]  # writes land in the caller's tensor
     if not isinstance(out, _np.ndarray):
@@ -144,7 +194,7 @@ def _output(out, shape, dtype, op):
     return out
 
 
-def _start(g, kind, send, recv, code, op=0, peer=0, result=None):
+def _start(g, kind, send, recv, code, op=0, peer=0, result=None, like=None):
     """A Request for the op (async_op=True): the library's dc_i* call.
 
     The request keeps the arrays until it completes; its wait() returns
@@ -152,17 +202,18 @@ def _start(g, kind, send, recv, code, op=0, peer=0, result=None):
     group waits for them first, so every rank must issue the same ops in
     the same order, blocking or not.
     """
-    return _c.start(g, kind, send, recv, code, op, peer, result)
+    return _c.start(g, kind, send, recv, code, op, peer, result, _converter(like))
 
 
 def _reduce(x, op, group, out, dtype, async_op=False):
     a, code = _input(x, dtype)
     g = _group(group)
     res = _output(out, a.shape, a.dtype, "all_" + op)
+    like = _like(x, code) if out is None else None
     if async_op:
-        return _start(g, "all_reduce", a, res, code, _c.OPS[op], 0, res)
+        return _start(g, "all_reduce", a, res, code, _c.OPS[op], 0, res, like)
     _c.all_reduce(g, a, res, code, _c.OPS[op])
-    return res
+    return _result(res, like)
 
 
 def all_sum(x, *, group=None, out=None, dtype=None, async_op=False):
@@ -189,10 +240,11 @@ def all_gather(x, *, group=None, out=None, dtype=None, async_op=False):
     g = _group(group)
     shape = (g.size(),) if a.ndim == 0 else (g.size() * a.shape[0],) + a.shape[1:]
     res = _output(out, shape, a.dtype, "all_gather")
+    like = _like(x, code) if out is None else None
     if async_op:
-        return _start(g, "all_gather", a, res, code, 0, 0, res)
+        return _start(g, "all_gather", a, res, code, 0, 0, res, like)
     _c.all_gather(g, a, res, code)
-    return res
+    return _result(res, like)
 
 
 def sum_scatter(x, *, group=None, out=None, dtype=None, async_op=False):
@@ -204,23 +256,28 @@ def sum_scatter(x, *, group=None, out=None, dtype=None, async_op=False):
         raise ValueError(f"distcomm: sum_scatter: axis 0 of shape {list(a.shape)} "
                          f"does not split into {n} equal parts")
     res = _output(out, (a.shape[0] // n,) + a.shape[1:], a.dtype, "sum_scatter")
+    like = _like(x, code) if out is None else None
     if async_op:
-        return _start(g, "reduce_scatter", a, res, code, _c.OPS["sum"], 0, res)
+        return _start(g, "reduce_scatter", a, res, code, _c.OPS["sum"], 0, res, like)
     _c.reduce_scatter(g, a, res, code, _c.OPS["sum"])
-    return res
+    return _result(res, like)
 
 
 def send(x, dst, *, group=None, dtype=None, async_op=False):
-    """Send x to rank dst of the group; returns x (as MLX returns the sent array)."""
+    """Send x to rank dst of the group; returns x (as MLX returns the sent
+    array: x itself for an mx.array, else x as a numpy array)."""
     a, code = _input(x, dtype)
+    sent = x if _mx_of(x) is not None else a
     if async_op:
-        return _start(_group(group), "send", a, None, code, 0, int(dst), a)
+        return _start(_group(group), "send", a, None, code, 0, int(dst), sent)
     _c.send(_group(group), a, code, int(dst))
-    return a
+    return sent
 
 
 def _storage(dtype):
     """numpy dtype that holds dtype (bfloat16 lives in uint16) and its code."""
+    if _mx_of(dtype) is not None:
+        dtype = _mx_dtype(dtype)
     if str(dtype) == "bfloat16":
         return _np.dtype(_np.uint16), _c.DTYPES["bfloat16"][0]
     dt = _np.dtype(dtype)
@@ -228,19 +285,32 @@ def _storage(dtype):
 
 
 def recv(shape, dtype, src, *, group=None, out=None, async_op=False):
-    """Receive an array of the given shape and dtype from rank src."""
-    shape = (int(shape),) if _np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    """Receive an array of the given shape and dtype from rank src (an
+    mx.array when dtype is an mx.Dtype)."""
+    shape = _shape(shape)
     dt, code = _storage(dtype)
     g = _group(group)
     res = _output(out, shape, dt, "recv")
+    like = _like(dtype, code) if out is None else None
     if async_op:
-        return _start(g, "recv", None, res, code, 0, int(src), res)
+        return _start(g, "recv", None, res, code, 0, int(src), res, like)
     _c.recv(g, res, code, int(src))
-    return res
+    return _result(res, like)
+
+
+def _shape(shape):
+    """A shape as a tuple of ints (an int, a list, or an mx.array's shape)."""
+    if isinstance(shape, (int, _np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
 
 
 def recv_like(x, src, *, group=None, out=None, dtype=None):
-    """Receive an array with the shape and dtype of x from rank src."""
+    """Receive an array with the shape and dtype of x from rank src (an
+    mx.array when x is one)."""
+    if _mx_of(x) is not None:
+        return recv(x.shape, dtype if dtype is not None else x.dtype, src,
+                    group=group, out=out)
     a = _np.asarray(x)
     return recv(a.shape, dtype if dtype is not None else a.dtype, src,
                 group=group, out=out)
@@ -248,6 +318,25 @@ def recv_like(x, src, *, group=None, out=None, dtype=None):
 
 def _finish(req, async_op):
     return req if async_op else req.wait()
+
+
+def broadcast(x, root=0, *, group=None, out=None, dtype=None, async_op=False):
+    """Root's x on every rank: each rank passes an array of the same shape
+    and dtype (its contents are only read on root) and gets root's."""
+    a, code = _input(x, dtype)
+    g = _group(group)
+    root = _root(root, g)
+    res = _output(out, a.shape, a.dtype, "broadcast")
+    if g.rank() == root:
+        _np.copyto(res, a)
+    like = _like(x, code) if out is None else None
+    return _finish(_start(g, "broadcast", None, res, code, 0, root, res, like), async_op)
+
+
+def barrier(group=None):
+    """Returns once every rank of the group has entered it (after the
+    requests issued before it)."""
+    _c.barrier(_group(group))
 
 
 def _root(root, g):
@@ -267,7 +356,8 @@ def all_to_all(x, *, group=None, out=None, dtype=None, async_op=False):
         raise ValueError(f"distcomm: all_to_all: axis 0 of shape {list(a.shape)} "
                          f"does not split into {n} equal parts")
     res = _output(out, a.shape, a.dtype, "all_to_all")
-    return _finish(_start(g, "all_to_all", a, res, code, 0, 0, res), async_op)
+    like = _like(x, code) if out is None else None
+    return _finish(_start(g, "all_to_all", a, res, code, 0, 0, res, like), async_op)
 
 
 def gather(x, root=0, *, group=None, out=None, dtype=None, async_op=False):
@@ -280,13 +370,15 @@ def gather(x, root=0, *, group=None, out=None, dtype=None, async_op=False):
     if g.rank() == root:
         shape = (g.size(),) if a.ndim == 0 else (g.size() * a.shape[0],) + a.shape[1:]
         res = _output(out, shape, a.dtype, "gather")
-    return _finish(_start(g, "gather", a, res, code, 0, root, res), async_op)
+    like = _like(x, code) if out is None else None
+    return _finish(_start(g, "gather", a, res, code, 0, root, res, like), async_op)
 
 
 def scatter(x, shape, dtype, root=0, *, group=None, out=None, async_op=False):
     """Root's x (size parts on axis 0) is cut up: rank q gets part q, an
-    array of the given shape and dtype. x is only read on root (None elsewhere)."""
-    shape = (int(shape),) if _np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    array of the given shape and dtype (an mx.array when dtype is an mx.Dtype).
+    x is only read on root (None elsewhere)."""
+    shape = _shape(shape)
     dt, code = _storage(dtype)
     g = _group(group)
     root = _root(root, g)
@@ -296,7 +388,8 @@ def scatter(x, shape, dtype, root=0, *, group=None, out=None, async_op=False):
         if code2 != code:
             raise TypeError(f"distcomm: scatter: x is {a.dtype}, dtype is {dtype}")
     res = _output(out, shape, dt, "scatter")
-    return _finish(_start(g, "scatter", a, res, code, 0, root, res), async_op)
+    like = _like(dtype, code) if out is None else None
+    return _finish(_start(g, "scatter", a, res, code, 0, root, res, like), async_op)
 
 
 def reduce(x, root=0, op="sum", *, group=None, out=None, dtype=None, async_op=False):
@@ -308,7 +401,8 @@ def reduce(x, root=0, op="sum", *, group=None, out=None, dtype=None, async_op=Fa
     if op not in _c.OPS:
         raise ValueError(f"distcomm: reduce: op {op!r} is not one of {sorted(_c.OPS)}")
     res = _output(out, a.shape, a.dtype, "reduce") if g.rank() == root else None
-    return _finish(_start(g, "reduce", a, res, code, _c.OPS[op], root, res), async_op)
+    like = _like(x, code) if out is None else None
+    return _finish(_start(g, "reduce", a, res, code, _c.OPS[op], root, res, like), async_op)
 
 
 from . import nn  # noqa: E402,F401  (distcomm.nn after the functions it uses)

@@ -95,7 +95,9 @@ def average_gradients(gradients, group=None, all_reduce_size=32 * 1024**2,
         return gradients
     arrays, codes = _leaves(gradients)
     _c.average_gradients(group, arrays, codes, int(all_reduce_size))
-    return _rebuild(gradients, iter(arrays))
+    # mx.array leaves come back as mx.arrays (one copy each, as every op's)
+    likes = [distcomm._like(g, c) for (_, g), c in zip(_flatten(gradients, (), []), codes)]
+    return _rebuild(gradients, iter(distcomm._result(a, k) for a, k in zip(arrays, likes)))
 
 
 class Overlapped:

@@ -9,8 +9,9 @@
 
 typedef struct {
   PyObject_HEAD dc_request *r;
-  PyObject *group;  /* the Group wrapper */
-  PyObject *result; /* what wait() returns */
+  PyObject *group;   /* the Group wrapper */
+  PyObject *result;  /* what wait() returns */
+  PyObject *convert; /* NULL, or applied to result once, on success */
   Py_buffer in, out;
   int has_in, has_out;
   int done;
@@ -51,12 +52,20 @@ static void request_dealloc(pydc_request *self) {
   PyMem_RawFree(self->v);
   Py_XDECREF(self->group);
   Py_XDECREF(self->result);
+  Py_XDECREF(self->convert);
   PyObject_Free(self);
 }
 
 static PyObject *outcome(pydc_request *self) {
   if (self->status != DC_OK)
     return pydc_raise(self->status, self->err);
+  if (self->convert) { /* e.g. numpy -> mx.array, kept for the next wait() */
+    PyObject *res = PyObject_CallOneArg(self->convert, self->result);
+    if (!res)
+      return NULL;
+    Py_SETREF(self->result, res);
+    Py_CLEAR(self->convert);
+  }
   Py_INCREF(self->result);
   return self->result;
 }
@@ -208,16 +217,19 @@ static dc_status issue(const char *k, pydc_request *q, dc_group *g,
   return dc_ireduce_to(g, s, r, count, t, op, peer, &q->r);
 }
 
-/* start(group, kind, send, recv, dtype, op, peer, result) -> Request.
- * send / recv may be None where the op has no such buffer on this rank. */
+/* start(group, kind, send, recv, dtype, op, peer, result, convert=None)
+ * -> Request. send / recv may be None where the op has no such buffer on
+ * this rank; wait() returns convert(result) when convert is not None (the
+ * Python layer's mx.array results). */
 static PyObject *py_start(PyObject *m, PyObject *args) {
   (void)m;
   pydc_group *grp;
   const char *kind;
-  PyObject *send_obj, *recv_obj, *result;
+  PyObject *send_obj, *recv_obj, *result, *convert = Py_None;
   int code, op, peer;
-  if (!PyArg_ParseTuple(args, "O!sOOiiiO:start", &pydc_group_type, &grp, &kind,
-                        &send_obj, &recv_obj, &code, &op, &peer, &result))
+  if (!PyArg_ParseTuple(args, "O!sOOiiiO|O:start", &pydc_group_type, &grp,
+                        &kind, &send_obj, &recv_obj, &code, &op, &peer, &result,
+                        &convert))
     return NULL;
   size_t es, count = 0;
   int reduces = !strcmp(kind, "all_reduce") ||
@@ -235,6 +247,7 @@ static PyObject *py_start(PyObject *m, PyObject *args) {
   q->group = (PyObject *)grp;
   Py_INCREF(result);
   q->result = result;
+  q->convert = convert == Py_None ? NULL : Py_NewRef(convert);
   if (send_obj != Py_None) {
     if (pydc_get_buffer(send_obj, &q->in, 0, "the input") < 0)
       goto fail;
@@ -319,7 +332,7 @@ static PyObject *py_start_v(PyObject *m, PyObject *args) {
   if (!q)
     return NULL;
   q->r = NULL, q->has_in = q->has_out = 0, q->done = 0, q->err[0] = '\0';
-  q->detached = 0;
+  q->detached = 0, q->convert = NULL;
   Py_INCREF(grp);
   q->group = (PyObject *)grp;
   Py_INCREF(result);
@@ -362,7 +375,8 @@ fail:
 
 PyMethodDef pydc_request_methods[] = {
     {"start", py_start, METH_VARARGS,
-     "start(group, kind, send, recv, dtype, op, peer, result) -> Request"},
+     "start(group, kind, send, recv, dtype, op, peer, result, convert=None) "
+     "-> Request"},
     {"start_v", py_start_v, METH_VARARGS,
      "start_v(group, send, send_counts, send_offsets, recv, recv_counts, "
      "recv_offsets, dtype, result) -> Request (all_to_allv, in elements)"},
