@@ -180,6 +180,8 @@ def test_killed_peer_raises_naming_it(mode, tmp_path):
     # following error when running the callback: " when it came from a request)
     if mode in ("all_reduce", "async"):
         assert line.startswith("PeerLostError all_sum:"), line
+    elif line.startswith("PeerLostError "):  # torch 2's reducer raises it as it came
+        assert not torch.__version__.startswith("1.") and "all_sum:" in line, line
     else:
         assert line.startswith("RuntimeError ") and "PeerLostError: all_sum:" in line, line
     assert "rank 1" in line, line
