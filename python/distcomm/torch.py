@@ -1099,7 +1099,12 @@ _torch_env_rendezvous = _rdzv._rendezvous_handlers["env"]
 
 
 def _env_rendezvous(url, **kwargs):
-    if "MASTER_ADDR" not in os.environ and _launched_by_distcomm():
+    """Under distcomm-launch (MLX_RANK and MLX_HOSTFILE) distcomm's store,
+    although the launcher sets MASTER_ADDR/MASTER_PORT for scripts that do
+    not import distcomm.torch (torch's TCPStore listens on every interface)."""
+    env = os.environ
+    if ("MLX_RANK" in env and "MLX_HOSTFILE" in env) or \
+            ("MASTER_ADDR" not in env and _launched_by_distcomm()):
         return _distcomm_rendezvous(url, **kwargs)
     return _torch_env_rendezvous(url, **kwargs)
 
