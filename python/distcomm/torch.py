@@ -427,6 +427,22 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
     def getBackendName(self):
         return BACKEND
 
+    # torch 2 keeps a group's name in its C++ backend, which a Python
+    # process group has none of: kept here (group_name, DeviceMesh)
+    _name, _desc = "", ""
+
+    def getGroupName(self):
+        return self._name
+
+    def setGroupName(self, name):
+        self._name = name
+
+    def getGroupDesc(self):
+        return self._desc
+
+    def setGroupDesc(self, desc):
+        self._desc = desc
+
     @property
     def group(self):
         """The distcomm.Group underneath."""
