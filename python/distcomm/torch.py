@@ -1119,8 +1119,9 @@ def _env_rendezvous(url, **kwargs):
     although the launcher sets MASTER_ADDR/MASTER_PORT for scripts that do
     not import distcomm.torch (torch's TCPStore listens on every interface)."""
     env = os.environ
-    if ("MLX_RANK" in env and "MLX_HOSTFILE" in env) or \
-            ("MASTER_ADDR" not in env and _launched_by_distcomm()):
+    launched = "MLX_RANK" in env and "MLX_HOSTFILE" in env and \
+        env.get("RANK", env["MLX_RANK"]) == env["MLX_RANK"]  # else torch's says why
+    if launched or ("MASTER_ADDR" not in env and _launched_by_distcomm()):
         return _distcomm_rendezvous(url, **kwargs)
     return _torch_env_rendezvous(url, **kwargs)
 
