@@ -80,6 +80,7 @@ _RED = dist.ReduceOp.RedOpType
 _OPS = {_RED.SUM: "sum", _RED.AVG: "avg", _RED.PRODUCT: "prod",
         _RED.MIN: "min", _RED.MAX: "max"}
 _INT64 = _c.DTYPES["int64"][0]
+_ABORTED = dict(_c.ERRORS)["ERR_ABORTED"]  # distcomm.AbortedError
 
 
 # ---- tensors ---------------------------------------------------------------
@@ -430,6 +431,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
     # torch 2 keeps a group's name in its C++ backend, which a Python
     # process group has none of: kept here (group_name, DeviceMesh)
     _name, _desc = "", ""
+    _aborted = False
 
     def getGroupName(self):
         return self._name
@@ -469,7 +471,13 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         self._completer.put(req, after, complete)
         return work
 
+    def _check_aborted(self):
+        if self._aborted:
+            raise _ABORTED(f"distcomm: the process group (rank {self._r} of {self._n}) "
+                           "was aborted; make a new one")
+
     def _start(self, kind, send, recv, code, op="sum", peer=0):
+        self._check_aborted()
         return _c.start(self._g, kind, None if send is None else _mem(send),
                         None if recv is None else _mem(recv), code,
                         _c.OPS["sum" if op == "avg" else op], peer, None)
@@ -647,6 +655,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
     def _all_to_allv(self, send, scounts, recv, rcounts, code, after):
         """send's blocks of scounts elements (in rank order) to each rank,
         rcounts from each into recv (both contiguous, one dtype)."""
+        self._check_aborted()
         soffs = [sum(scounts[:p]) for p in range(self._n)]
         roffs = [sum(rcounts[:p]) for p in range(self._n)]
         req = _c.start_v(self._g, _mem(send), scounts, soffs, _mem(recv), rcounts,
@@ -819,6 +828,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         return _AllWork(works)
 
     def barrier(self, opts=None):
+        self._check_aborted()
         _c.barrier(self._g)  # after every request issued before it
         return _done([])
 
@@ -889,7 +899,9 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         return self._work(req, _nbytes(flat), after)
 
     def abort(self):
-        """torch 2's abort: the group's waits end with an error now."""
+        """torch 2's abort: the group's waits in progress end with an
+        error, and every later op raises at once."""
+        self._aborted = True
         self._completer.stop()
         self._g.abort()
 

@@ -4,9 +4,13 @@ FSDP2 (fully_shard), DTensor tensor parallelism (parallelize_module with
 ColwiseParallel/RowwiseParallel) and a 2-D DeviceMesh (data x tensor: FSDP2
 over TP). Run on every rank under distcomm-launch (2 and 4 ranks); skips
 without torch 2."""
+import time
+
 import pytest
 
 from torch_common import GLOO, RANK, SIZE, dist, torch  # skips without torch
+
+import distcomm  # noqa: E402
 
 if torch.__version__.startswith("1."):
     pytest.skip("FSDP2 and DTensor need torch 2", allow_module_level=True)
@@ -109,3 +113,22 @@ def test_mesh_groups_are_distcomm():
         t = torch.ones(2)
         dist.all_reduce(t, group=pg)
         assert t[0] == pg.size()
+
+
+def test_abort_ends_the_group_s_waits_at_once():
+    """torch 2's ProcessGroup.abort(): every later wait on the group fails
+    at once with distcomm's error (here on every rank of a subgroup made
+    for it); the other groups are untouched."""
+    if SIZE == 1:
+        pytest.skip("a group of one never waits")
+    sub = dist.new_group()
+    t = torch.ones(1 << 16)
+    dist.all_reduce(t, group=sub)
+    sub.abort()
+    t0 = time.monotonic()
+    with pytest.raises(distcomm.AbortedError, match="aborted"):
+        dist.all_reduce(t, group=sub)
+    assert time.monotonic() - t0 < 5
+    t = torch.ones(2)
+    dist.all_reduce(t)  # the world group still works
+    assert t[0] == SIZE
