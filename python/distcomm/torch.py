@@ -975,6 +975,9 @@ def _store_rendezvous(store, rank, size):
     the library's coordinator start (bootstrap/coord_env.c) and the
     reservation to close once it has started."""
     env = {"MLX_RANK": str(rank), "MLX_WORLD_SIZE": str(size)}
+    # torchrun's agent store outlives a restart: keys of this attempt only
+    attempt = "/" + os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    key_coord, key_token = _KEY_COORD + attempt, _KEY_TOKEN + attempt
     own_token = not (os.environ.get("DISTCOMM_JOB_TOKEN") or
                      os.environ.get("DISTCOMM_JOB_TOKEN_FILE"))
     sock = None
@@ -984,11 +987,11 @@ def _store_rendezvous(store, rank, size):
         port = sock.getsockname()[1]
         coord = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         if own_token:
-            store.set(_KEY_TOKEN, secrets.token_hex(32))
-        store.set(_KEY_COORD, coord)  # last: the others wait for it
-    env["DISTCOMM_COORDINATOR"] = store.get(_KEY_COORD).decode()
+            store.set(key_token, secrets.token_hex(32))
+        store.set(key_coord, coord)  # last: the others wait for it
+    env["DISTCOMM_COORDINATOR"] = store.get(key_coord).decode()
     if own_token:
-        env["DISTCOMM_JOB_TOKEN"] = store.get(_KEY_TOKEN).decode()
+        env["DISTCOMM_JOB_TOKEN"] = store.get(key_token).decode()
     return env, sock
 
 
