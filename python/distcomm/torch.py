@@ -13,9 +13,12 @@ RANK is taken as MLX_RANK when MLX_HOSTFILE names a hostfile. torch also
 needs a key-value store: when MASTER_ADDR is unset, ``env://`` (the default
 init_method) gets one here, a store served by rank 0 on its hostfile
 address only (distcomm/_store.py: torch 1.13's TCPStore listens on every
-interface), whose port the ranks learn through distcomm (distcomm-launch
-does not set MASTER_ADDR or MASTER_PORT); ``init_method="distcomm://"``
-asks for that explicitly. ``new_group`` maps to ``Group.split`` (import
+interface), whose port the ranks learn through distcomm (distcomm-launch sets
+MASTER_ADDR/MASTER_PORT for scripts that do not import this module; under
+it this store is used all the same); ``init_method="distcomm://"`` asks
+for that explicitly. Started with torch's variables only (torchrun, by
+hand: no hostfile, no coordinator), the coordinator's address and a job
+token go through torch's store (_store_rendezvous). ``new_group`` maps to ``Group.split`` (import
 this module before calling it: every rank must take part in a split, and
 torch calls a backend only on the members, so ``new_group`` is wrapped).
 
