@@ -13,9 +13,12 @@ RANK is taken as MLX_RANK when MLX_HOSTFILE names a hostfile. torch also
 needs a key-value store: when MASTER_ADDR is unset, ``env://`` (the default
 init_method) gets one here, a store served by rank 0 on its hostfile
 address only (distcomm/_store.py: torch 1.13's TCPStore listens on every
-interface), whose port the ranks learn through distcomm (distcomm-launch
-does not set MASTER_ADDR or MASTER_PORT); ``init_method="distcomm://"``
-asks for that explicitly. ``new_group`` maps to ``Group.split`` (import
+interface), whose port the ranks learn through distcomm (distcomm-launch sets
+MASTER_ADDR/MASTER_PORT for scripts that do not import this module; under
+it this store is used all the same); ``init_method="distcomm://"`` asks
+for that explicitly. Started with torch's variables only (torchrun, by
+hand: no hostfile, no coordinator), the coordinator's address and a job
+token go through torch's store (_store_rendezvous). ``new_group`` maps to ``Group.split`` (import
 this module before calling it: every rank must take part in a split, and
 torch calls a backend only on the members, so ``new_group`` is wrapped).
 
@@ -40,9 +43,12 @@ recv is posted, as a blocking send would; ``batch_isend_irecv`` orders its
 operations so that it cannot deadlock.
 """
 import importlib
+import inspect
 import json
 import os
 import queue
+import secrets
+import socket
 import sys
 import threading
 import weakref
@@ -77,6 +83,7 @@ _RED = dist.ReduceOp.RedOpType
 _OPS = {_RED.SUM: "sum", _RED.AVG: "avg", _RED.PRODUCT: "prod",
         _RED.MIN: "min", _RED.MAX: "max"}
 _INT64 = _c.DTYPES["int64"][0]
+_ABORTED = dict(_c.ERRORS)["ERR_ABORTED"]  # distcomm.AbortedError
 
 
 # ---- tensors ---------------------------------------------------------------
@@ -237,6 +244,23 @@ if _STOPPED_BEFORE_JOIN:
     threading._register_atexit(_stop_completers)
 
 
+class _AllWork(dist.Work):
+    """The Work of a coalesced batch (torch 2's _end_coalescing): done when
+    each of its works is."""
+
+    def __init__(self, works):
+        super().__init__()
+        self._works = works
+
+    def wait(self, timeout=None):
+        for w in self._works:
+            w.wait()
+        return True
+
+    def is_completed(self):
+        return all(w.is_completed() for w in self._works)
+
+
 class _PyWork(dist.Work):
     """The Work that torch.distributed's Python functions get. wait() waits
     for the request on the calling thread (no hand-off to the completer:
@@ -315,7 +339,8 @@ class _PyWork(dist.Work):
         pass
 
 
-_C10D_PY = _c10d.all_reduce.__code__.co_filename
+# torch 2 wraps its functions (c10d_logger): the file of the one inside
+_C10D_PY = inspect.unwrap(_c10d.all_reduce).__code__.co_filename
 
 
 class _Failed:
@@ -397,6 +422,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         self._g = group
         self._r, self._n = group.rank(), group.size()
         self._queue = None  # send/recv held by batch_isend_irecv
+        self._queued_works = []
         self._completer = _Completer()
         weakref.finalize(self, self._completer.stop)
         if timeout != default_pg_timeout:  # torch's default: keep DISTCOMM_TIMEOUT
@@ -404,6 +430,23 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
 
     def getBackendName(self):
         return BACKEND
+
+    # torch 2 keeps a group's name in its C++ backend, which a Python
+    # process group has none of: kept here (group_name, DeviceMesh)
+    _name, _desc = "", ""
+    _aborted = False
+
+    def getGroupName(self):
+        return self._name
+
+    def setGroupName(self, name):
+        self._name = name
+
+    def getGroupDesc(self):
+        return self._desc
+
+    def setGroupDesc(self, desc):
+        self._desc = desc
 
     @property
     def group(self):
@@ -422,13 +465,22 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         if nbytes <= self.inline_bytes or caller == "blocking":
             req.wait()  # the library's exception, raised here
             return _done(after())
-        if caller == "python":
-            return _PyWork(req, after, self._completer)
+        if caller == "python" or not _TORCH1:
+            work = _PyWork(req, after, self._completer)
+            if caller == "c++":  # torch 2 reaches a Python Work's wait and
+                work.get_future()  # get_future; the completer runs it now
+            return work
         work, complete = _cpp_work()
         self._completer.put(req, after, complete)
         return work
 
+    def _check_aborted(self):
+        if self._aborted:
+            raise _ABORTED(f"distcomm: the process group (rank {self._r} of {self._n}) "
+                           "was aborted; make a new one")
+
     def _start(self, kind, send, recv, code, op="sum", peer=0):
+        self._check_aborted()
         return _c.start(self._g, kind, None if send is None else _mem(send),
                         None if recv is None else _mem(recv), code,
                         _c.OPS["sum" if op == "avg" else op], peer, None)
@@ -606,6 +658,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
     def _all_to_allv(self, send, scounts, recv, rcounts, code, after):
         """send's blocks of scounts elements (in rank order) to each rank,
         rcounts from each into recv (both contiguous, one dtype)."""
+        self._check_aborted()
         soffs = [sum(scounts[:p]) for p in range(self._n)]
         roffs = [sum(rcounts[:p]) for p in range(self._n)]
         req = _c.start_v(self._g, _mem(send), scounts, soffs, _mem(recv), rcounts,
@@ -744,14 +797,15 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
             return self._work(req, _nbytes(t), after)
         work, complete = _pending_work()
         self._queue.append((kind, t, peer, complete))
+        self._queued_works.append(work)
         return work
 
-    def _start_coalescing(self):
+    def _start_coalescing(self, device=None):
         if self._queue is not None:
             raise RuntimeError("distcomm: batch_isend_irecv calls cannot nest")
-        self._queue = []
+        self._queue, self._queued_works = [], []
 
-    def _end_coalescing(self, reqs=None):
+    def _end_coalescing(self, device=None):
         """Issues the queued send/recv as requests: peer by peer in the order
         of the pair (min rank, max rank), the same on every rank, so each
         pair's turn comes on both sides together; in a pair the lower rank
@@ -773,10 +827,90 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
                     c(None, e)
                 raise
             self._completer.put(req, after, complete)
+        works, self._queued_works = self._queued_works, []
+        return _AllWork(works)
 
     def barrier(self, opts=None):
+        self._check_aborted()
         _c.barrier(self._g)  # after every request issued before it
         return _done([])
+
+    # -- torch 2's names and forms (its Python functions call these on the
+    # group; 1.13 called the names above)
+
+    def all_gather_single(self, output, input, opts=None):
+        return self._allgather_base(output, input, opts)
+
+    def reduce_scatter_single(self, output, input, opts=None):
+        return self._reduce_scatter_base(output, input, opts)
+
+    def all_to_all_single(self, output, input, output_split_sizes,
+                          input_split_sizes, opts=None):
+        return self.alltoall_base(output, input, output_split_sizes,
+                                  input_split_sizes, opts)
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        """One all_gather of the inputs laid end to end (torch 2's
+        all_gather_into_tensor under _coalescing_manager; FSDP2's
+        parameter gather): outputs[i] gets every rank's inputs[i]."""
+        if len(outputs) != len(inputs):
+            raise ValueError("distcomm: all_gather_single_coalesced: one output per input")
+        if not inputs:
+            return _done([])
+        code = _code(inputs[0], "all_gather_single_coalesced")
+        for o, i in zip(outputs, inputs):
+            if _code(i, "all_gather_single_coalesced") != code or o.dtype != i.dtype or \
+                    o.numel() != i.numel() * self._n:
+                raise ValueError("distcomm: all_gather_single_coalesced: each output must "
+                                 f"be {self._n} x its input, all of one dtype")
+        flat = torch.cat([t.detach().reshape(-1) for t in inputs])
+        every = torch.empty((self._n * flat.numel(),), dtype=flat.dtype)
+        sizes = [t.numel() for t in inputs]
+
+        def finish():
+            with torch.no_grad():
+                for r, row in enumerate(every.chunk(self._n)):
+                    for o, part, k in zip(outputs, row.split(sizes), sizes):
+                        o.view(-1)[r * k:(r + 1) * k].copy_(part)
+            return list(outputs)
+        return self._all_gather_flat(every, flat, code, finish)
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        """One reduce_scatter of the inputs laid out rank by rank (torch 2's
+        reduce_scatter_tensor under _coalescing_manager): outputs[i] gets
+        this rank's block of the reduced inputs[i]."""
+        if len(outputs) != len(inputs):
+            raise ValueError("distcomm: reduce_scatter_single_coalesced: one output per input")
+        if not inputs:
+            return _done([])
+        code = _code(outputs[0], "reduce_scatter_single_coalesced")
+        for o, i in zip(outputs, inputs):
+            if _code(o, "reduce_scatter_single_coalesced") != code or o.dtype != i.dtype or \
+                    i.numel() != o.numel() * self._n:
+                raise ValueError("distcomm: reduce_scatter_single_coalesced: each input "
+                                 f"must be {self._n} x its output, all of one dtype")
+        op = _reduce_op(opts, outputs[0], "reduce_scatter_single_coalesced")
+        blocks = [t.detach().reshape(-1).chunk(self._n) for t in inputs]
+        flat = torch.cat([b[r] for r in range(self._n) for b in blocks])
+        mine = torch.empty((sum(o.numel() for o in outputs),), dtype=flat.dtype)
+        req = self._start("reduce_scatter", flat, mine, code, op)
+
+        def after():
+            self._avg(mine, op)
+            _unflatten(mine, outputs)
+            return list(outputs)
+        return self._work(req, _nbytes(flat), after)
+
+    def abort(self):
+        """torch 2's abort: the group's waits in progress end with an
+        error, and every later op raises at once."""
+        self._aborted = True
+        self._completer.stop()
+        self._g.abort()
+
+    def shutdown(self):
+        """torch 2's destroy_process_group: stop completing Work."""
+        self._completer.stop()
 
 
 def _nbytes(t):
@@ -804,14 +938,103 @@ def _adopt_torchrun_rank(rank=None):
             env["MLX_RANK"] = str(r)
 
 
-def _world(rank, size):
+def _store_host(store):
+    """The host torch's store serves on (the address every rank reached it
+    by): a TCPStore's, under torch's PrefixStores; else MASTER_ADDR."""
+    while store is not None and not hasattr(store, "host"):
+        store = getattr(store, "underlying_store", None)
+    host = getattr(store, "host", None) or os.environ.get("MASTER_ADDR")
+    if not host:
+        raise InvalidArgumentError(
+            "distcomm: cannot tell where rank 0 is: torch's store is not a TCPStore "
+            "and MASTER_ADDR is unset (start under distcomm-launch, or set MASTER_ADDR)")
+    return host
+
+
+def _reserve_port(host):
+    """A socket bound to a free port of host (SO_REUSEADDR, not listening:
+    the coordinator binds the same port beside it; nobody else gets it)."""
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(
+            host, 0, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr[:2] if family == socket.AF_INET else addr)
+    except OSError as e:
+        raise InvalidArgumentError(
+            f"distcomm: rank 0 cannot listen on {host} (the address torch's store "
+            f"was reached by, MASTER_ADDR): {e}") from None
+    return sock
+
+
+_KEY_COORD, _KEY_TOKEN = "distcomm/coordinator", "distcomm/job_token"
+
+
+def _store_rendezvous(store, rank, size):
+    """torchrun's variables only (no hostfile, no coordinator given): rank 0
+    reserves a free port beside torch's store (MASTER_PORT is the store's),
+    and, without DISTCOMM_JOB_TOKEN(_FILE), makes a job token; both reach
+    the other ranks through torch's store. Returns the variables to set for
+    the library's coordinator start (bootstrap/coord_env.c) and the
+    reservation to close once it has started."""
+    env = {"MLX_RANK": str(rank), "MLX_WORLD_SIZE": str(size)}
+    # torchrun's agent store outlives a restart: keys of this attempt only
+    attempt = "/" + os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    key_coord, key_token = _KEY_COORD + attempt, _KEY_TOKEN + attempt
+    own_token = not (os.environ.get("DISTCOMM_JOB_TOKEN") or
+                     os.environ.get("DISTCOMM_JOB_TOKEN_FILE"))
+    sock = None
+    if rank == 0:
+        host = _store_host(store)
+        sock = _reserve_port(host)
+        port = sock.getsockname()[1]
+        coord = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if own_token:
+            store.set(key_token, secrets.token_hex(32))
+        store.set(key_coord, coord)  # last: the others wait for it
+    env["DISTCOMM_COORDINATOR"] = store.get(key_coord).decode()
+    if own_token:
+        env["DISTCOMM_JOB_TOKEN"] = store.get(key_token).decode()
+    return env, sock
+
+
+def _torch_started():
+    """Started as torch starts jobs: no distcomm configuration at all (no
+    hostfile, no coordinator of distcomm's or MLX's)."""
+    env = os.environ
+    return not any(env.get(k) for k in ("MLX_HOSTFILE", "DISTCOMM_COORDINATOR",
+                                         "MLX_JACCL_COORDINATOR", "MLX_IBV_DEVICES"))
+
+
+def _world(rank, size, store=None):
     _adopt_torchrun_rank(rank)
-    g = _init(strict=size != 1)
+    if store is not None and _torch_started():
+        g = _init_through(store, rank, size)
+    else:
+        g = _init(strict=size != 1)
     if (g.rank(), g.size()) != (rank, size):
         raise InvalidArgumentError(
             f"distcomm: torch says rank {rank} of {size}, but distcomm's "
             f"configuration (MLX_RANK, MLX_HOSTFILE) says rank {g.rank()} of {g.size()}")
     return g
+
+
+def _init_through(store, rank, size):
+    """The world group, its coordinator and token found through torch's
+    store (_store_rendezvous); the variables are set only while it starts."""
+    env, sock = _store_rendezvous(store, rank, size)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return _init(strict=True)
+    finally:
+        if sock is not None:
+            sock.close()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 _next_sub = []  # the split made by new_group for the creator to take
@@ -824,19 +1047,23 @@ def _create(store, rank, size, timeout):
     if _c10d.GroupMember.WORLD is not None:
         raise RuntimeError("distcomm: a 'distcomm' subgroup must come from "
                            "torch.distributed.new_group after `import distcomm.torch`")
-    return ProcessGroupDistcomm(_world(rank, size), timeout)
+    return ProcessGroupDistcomm(_world(rank, size, store), timeout)
 
 
 _torch_new_group = _c10d.new_group
 
 
-def new_group(ranks=None, timeout=default_pg_timeout, backend=None, pg_options=None):
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, **kwargs):
     """torch.distributed.new_group: every rank first takes part in the
-    distcomm split the members' process group is made from."""
+    distcomm split the members' process group is made from (torch 2's
+    DeviceMesh calls it once per subgroup, on every rank)."""
     world = _c10d.GroupMember.WORLD
     name = dist.Backend(backend) if backend else (
         _c10d.get_backend() if world is not None else None)
     if isinstance(world, ProcessGroupDistcomm) and name == BACKEND:
+        if kwargs.get("use_local_synchronization"):
+            raise NotSupportedError("distcomm: new_group: use_local_synchronization=True "
+                                    "is not supported (every rank takes part in a split)")
         members = sorted(range(world.size()) if ranks is None else ranks)
         if all(0 <= r < world.size() for r in members):  # else torch says why
             sub = world.group.split(0 if world.rank() in members else -1)
@@ -845,8 +1072,10 @@ def new_group(ranks=None, timeout=default_pg_timeout, backend=None, pg_options=N
     elif name == BACKEND:
         raise NotSupportedError("distcomm: new_group(backend='distcomm') needs "
                                 "init_process_group('distcomm')")
+    if timeout is None:
+        timeout = default_pg_timeout  # torch 1.13 wants a timedelta
     try:
-        return _torch_new_group(ranks, timeout, backend, pg_options)
+        return _torch_new_group(ranks, timeout, backend, pg_options, **kwargs)
     finally:
         _next_sub.clear()
 
@@ -904,20 +1133,55 @@ _torch_env_rendezvous = _rdzv._rendezvous_handlers["env"]
 
 
 def _env_rendezvous(url, **kwargs):
-    if "MASTER_ADDR" not in os.environ and _launched_by_distcomm():
+    """Under distcomm-launch (MLX_RANK and MLX_HOSTFILE) distcomm's store,
+    although the launcher sets MASTER_ADDR/MASTER_PORT for scripts that do
+    not import distcomm.torch (torch's TCPStore listens on every interface)."""
+    env = os.environ
+    launched = "MLX_RANK" in env and "MLX_HOSTFILE" in env and \
+        env.get("RANK", env["MLX_RANK"]) == env["MLX_RANK"]  # else torch's says why
+    if launched or ("MASTER_ADDR" not in env and _launched_by_distcomm()):
         return _distcomm_rendezvous(url, **kwargs)
     return _torch_env_rendezvous(url, **kwargs)
+
+
+_torch_batch = _c10d.batch_isend_irecv
+
+
+def batch_isend_irecv(p2p_op_list):
+    """torch.distributed.batch_isend_irecv: torch 2 coalesces only for a
+    plain ProcessGroup and would issue each op alone; on a distcomm group
+    the ops are held and ordered as in torch 1.13 (_end_coalescing)."""
+    group = (p2p_op_list[0].group if p2p_op_list else None) or _c10d.GroupMember.WORLD
+    if not isinstance(group, ProcessGroupDistcomm) or _TORCH1:
+        return _torch_batch(p2p_op_list)
+    group._start_coalescing()
+    try:
+        works = [op.op(op.tensor, op.peer, op.group, op.tag) for op in p2p_op_list]
+    finally:
+        group._end_coalescing()
+    return [w for w in works if w is not None]
+
+
+batch_isend_irecv.__doc__ = _torch_batch.__doc__
+_TORCH1 = torch.__version__.startswith("1.")
 
 
 def _register():
     if BACKEND.upper() in dist.Backend._plugins:
         return
-    dist.Backend.register_backend(BACKEND, _create)
+    if _TORCH1:
+        dist.Backend.register_backend(BACKEND, _create)
+    else:  # torch 2 asks which devices a backend serves
+        dist.Backend.register_backend(BACKEND, _create, devices=["cpu"])
     _rdzv.register_rendezvous_handler("distcomm", _distcomm_rendezvous)
     # torch offers no hook for the default init_method: env:// is replaced
     # by a handler that defers to torch's whenever MASTER_ADDR is set.
     _rdzv._rendezvous_handlers["env"] = _env_rendezvous
     dist.new_group = _c10d.new_group = new_group
+    dist.batch_isend_irecv = _c10d.batch_isend_irecv = batch_isend_irecv
+    mesh = sys.modules.get("torch.distributed.device_mesh")
+    if mesh is not None and hasattr(mesh, "new_group"):  # torch 2: imported by name
+        mesh.new_group = new_group
 
 
 _register()

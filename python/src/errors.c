@@ -154,7 +154,8 @@ PyObject *pydc_raise(dc_status st, const char *detail) {
  * by the caller: take it, let Python run its signal handlers (SIGINT raises
  * KeyboardInterrupt there), and ask the library to give up if one raised. */
 int pydc_check_signals(void *arg) {
-  (void)arg;
+  if (arg && *(_Atomic int *)arg) /* Group.abort(): no GIL needed */
+    return 1;
   PyGILState_STATE s = PyGILState_Ensure();
   int stop = PyErr_CheckSignals() != 0;
   PyGILState_Release(s);

@@ -15,7 +15,8 @@ PyObject *pydc_group_wrap(dc_group *g) {
   }
   self->g = g;
   self->busy = 0;
-  dc_group_set_interrupt(g, pydc_check_signals, NULL);
+  self->aborted = 0;
+  dc_group_set_interrupt(g, pydc_check_signals, (void *)&self->aborted);
   return (PyObject *)self;
 }
 
@@ -56,6 +57,7 @@ static void group_dealloc(pydc_group *self) {
   if (self == world_wrapper) /* before the GIL goes: init() may run then */
     world_wrapper = NULL;
   if (g) {
+    dc_group_set_interrupt(g, pydc_check_signals, NULL); /* self goes */
     Py_BEGIN_ALLOW_THREADS dc_group_free(g);
     Py_END_ALLOW_THREADS
   }
@@ -108,6 +110,15 @@ static PyObject *group_set_timeout(pydc_group *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+/* From any thread, without the group: the waits in progress and every
+ * later one end within the poll interval, as after Ctrl-C (torch's
+ * ProcessGroup.abort). */
+static PyObject *group_abort(pydc_group *self, PyObject *unused) {
+  (void)unused;
+  self->aborted = 1;
+  Py_RETURN_NONE;
+}
+
 static PyObject *group_backend(pydc_group *self, void *unused) {
   (void)unused;
   return PyUnicode_FromString(self->g ? dc_group_backend(self->g) : "freed");
@@ -133,6 +144,9 @@ static PyMethodDef group_methods[] = {
      "Collectives issued on this group so far (send/recv not counted)."},
     {"set_timeout", (PyCFunction)group_set_timeout, METH_O,
      "set_timeout(seconds): how long a wait may see no progress."},
+    {"abort", (PyCFunction)group_abort, METH_NOARGS,
+     "abort(): waits in progress and later ones fail (the group is then "
+     "unusable)."},
     {NULL, NULL, 0, NULL},
 };
 

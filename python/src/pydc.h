@@ -17,6 +17,7 @@
 typedef struct {
   PyObject_HEAD dc_group *g;
   int busy; /* a call is in flight with the GIL released (see pydc_enter) */
+  _Atomic int aborted; /* abort() was called: the interrupt poll says stop */
 } pydc_group;
 
 extern PyTypeObject pydc_group_type;
@@ -43,6 +44,7 @@ int pydc_errors_init(PyObject *module);
 PyObject *pydc_raise(dc_status st, const char *detail);
 
 /* The interrupt poll installed on every group (Ctrl-C within ~100 ms). */
+/* arg: the group's aborted flag, or NULL. */
 int pydc_check_signals(void *arg);
 
 /* Buffers (ops.c). A C-contiguous view of obj (writable when asked), or -1

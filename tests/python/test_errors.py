@@ -19,10 +19,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 needs2 = pytest.mark.skipif(distcomm.init().size() < 2, reason="needs 2 ranks")
 
 
+# torchrun's variables, which distcomm-launch also sets (a job started by
+# hand from a launched rank must not inherit them)
+LAUNCHER_TORCH_VARS = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                       "LOCAL_WORLD_SIZE"}
+
+
 def clean_env(**extra):
     """The environment of a job started by hand, without the launcher's."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MLX_", "DISTCOMM_JOB"))}
+           if not k.startswith(("MLX_", "DISTCOMM_JOB"))
+           and k not in LAUNCHER_TORCH_VARS}
     env.update(extra)
     return env
 

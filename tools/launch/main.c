@@ -230,6 +230,13 @@ static int launch_here(const struct dcl_options *o) {
     return mpi_rc;
   }
   int rc = prepare(o, &ports, &e, job_id, token);
+  /* MASTER_PORT for torch's env:// store (the library keeps the hostfile) */
+  struct dcl_ports master = {0};
+  char master_port[8];
+  if (rc == 0 && (rc = dcl_reserve_ports(0, 1, &master) != 0 ? 1 : 0) == 0) {
+    snprintf(master_port, sizeof master_port, "%d", master.ports[0]);
+    e.master_port = master_port;
+  }
   if (rc == 0 && dcl_job_init(&job, (int)o->nranks, o->tag_output) != 0) {
     dcl_error("out of memory");
     rc = 1;
@@ -237,6 +244,7 @@ static int launch_here(const struct dcl_options *o) {
     job.keep_going = o->keep_going;
     log_plan(&e);
     dcl_share_ports(&ports); /* the ranks bind them; other launchers cannot */
+    dcl_share_ports(&master);
     rc = dcl_job_start(&job, &e);
     int run_rc = dcl_job_run(&job); /* after a failed start: stops the rest */
     rc = rc != 0 ? rc : run_rc;
@@ -244,6 +252,7 @@ static int launch_here(const struct dcl_options *o) {
   }
   dcl_remove_hostfile();
   dcl_ports_free(&ports);
+  dcl_ports_free(&master);
   free(owned);
   return rc;
 }

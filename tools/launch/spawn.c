@@ -38,8 +38,8 @@ static void child_fail(int fd, enum stage stage) {
  * variables, which win, as with mlx.launch. A later --env of a name wins
  * over an earlier one, as putenv did. */
 struct rank_env {
-  char **v;     /* NULL-terminated, for execvpe */
-  char *own[8]; /* the launcher's own "K=V" strings (freed with v) */
+  char **v;      /* NULL-terminated, for execvpe */
+  char *own[14]; /* the launcher's own "K=V" strings (freed with v) */
 };
 
 static bool named(const char *kv, char *const *list, size_t n) {
@@ -96,6 +96,13 @@ static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
             (re->own[k++] = kv("DISTCOMM_JOB_ID", e->job_id)) &&
             (re->own[k++] = kv("DISTCOMM_JOB_TOKEN", e->job_token)) &&
             (!o->verbose || (re->own[k++] = kv("MLX_RING_VERBOSE", "1")));
+  if (ok && e->master_port != NULL) /* as torchrun sets them, all ranks here */
+    ok = (re->own[k++] = kv("MASTER_ADDR", "127.0.0.1")) &&
+         (re->own[k++] = kv("MASTER_PORT", e->master_port)) &&
+         (re->own[k++] = kv("RANK", num[0])) &&
+         (re->own[k++] = kv("WORLD_SIZE", num[1])) &&
+         (re->own[k++] = kv("LOCAL_RANK", num[0])) &&
+         (re->own[k++] = kv("LOCAL_WORLD_SIZE", num[1]));
   if (!ok)
     return false;
   for (size_t i = 0; i < k; i++)

@@ -17,6 +17,7 @@ struct dcl_launch_env {
   pid_t launcher_pid;        /* to notice a launcher that died during fork */
   const char *hostfile_json; /* remote ranks: the hostfile's content */
   const char *cwd;           /* remote ranks: --cwd, or the launcher's cwd */
+  const char *master_port;   /* local ranks: torchrun's variables (spawn.c) */
 };
 
 /* Forks and execs rank r->index (for a remote rank: its r->ssh_argv, with
