@@ -15,7 +15,14 @@ install(FILES include/distcomm.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # pkg-config: written at install time, so that its prefix is the one
 # installed to (cmake --install --prefix, cpack's /usr), not the configured one.
+# In a wheel (cmake/wheel.cmake) the prefix is ${pcfiledir}-relative.
+if(DC_PC_RELOCATABLE)
+  set(DC_PC_PREFIX_CODE "set(DC_PC_PREFIX [=[\${pcfiledir}/../../..]=])")
+else()
+  set(DC_PC_PREFIX_CODE "set(DC_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")")
+endif()
 install(CODE "
+  ${DC_PC_PREFIX_CODE}
   set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
   set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
   set(PROJECT_VERSION \"${PROJECT_VERSION}\")
@@ -52,7 +59,9 @@ install(FILES ${DC_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 # The Python package, where Debian's /usr/bin/python3 looks (dist-packages);
 # relative paths are under the install prefix.
-if(TARGET distcomm_python)
+if(TARGET distcomm_python AND SKBUILD)
+  set(DC_PYTHON_INSTALL_DIR .) # cmake/wheel.cmake: the prefix is site-packages
+elseif(TARGET distcomm_python)
   # /usr: Debian's own place for packages; elsewhere (/usr/local) the
   # versioned folder, which Debian's python3 also searches.
   execute_process(COMMAND ${DC_PYTHON} -c "import sys; print('%d.%d' % sys.version_info[:2])"
@@ -63,6 +72,8 @@ if(TARGET distcomm_python)
   endif()
   set(DC_PYTHON_INSTALL_DIR ${dir} CACHE STRING
       "where `cmake --install` puts the Python package distcomm (relative: under the prefix)")
+endif()
+if(TARGET distcomm_python)
   install(TARGETS distcomm_python LIBRARY DESTINATION ${DC_PYTHON_INSTALL_DIR}/distcomm)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/distcomm/ DESTINATION ${DC_PYTHON_INSTALL_DIR}/distcomm
           FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

@@ -80,6 +80,26 @@ def all_reduce_table(gloo, rounds, max_bytes, rank):
                   f" {b / a:>13.2f}x {size / a / 1e9:>14.3f}", flush=True)
 
 
+def gloo_shm_check(gloo, rank):
+    """Whether Gloo's shared-memory all_reduce (gloo#458: taken when
+    LOCAL_WORLD_SIZE is set) can be and was used: the variable, whether
+    libtorch_cpu holds the code that reads it (its getenv's string), and the
+    /dev/shm files that appear during Gloo all_reduces of 1 MiB."""
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    with open(lib, "rb") as f:
+        has = b"LOCAL_WORLD_SIZE" in f.read()
+    before = set(os.listdir("/dev/shm"))
+    t = torch.ones(1 << 18)
+    for _ in range(20):
+        dist.all_reduce(t, group=gloo)
+    during = set(os.listdir("/dev/shm")) - before
+    dist.barrier()
+    if rank == 0:
+        print(f"gloo shm path: LOCAL_WORLD_SIZE={os.environ.get('LOCAL_WORLD_SIZE')}; "
+              f"torch {torch.__version__}'s libtorch_cpu names it: {'yes' if has else 'no'}; "
+              f"new /dev/shm files during Gloo all_reduces: {sorted(during) or 'none'}", flush=True)
+
+
 def ddp_step_table(gloo, rounds, hidden, layers, batch, steps, rank, world):
     def model():
         torch.manual_seed(0)
@@ -157,9 +177,11 @@ def main():
             dst.copy_(src)
         rate = 5 * 2 * src.numel() * 4 / (time.perf_counter() - t0) / 1e9
         link = "TCP" if os.environ.get("DISTCOMM_SHM") == "0" else "shared memory"
-        print(f"{world} ranks, distcomm over {link} (Gloo over TCP); "
+        print(f"{world} ranks, torch {torch.__version__}, distcomm over {link} (Gloo: TCP, "
+              f"and its shared-memory all_reduce where built in, see below); "
               f"host copy rate {rate:.1f} GB/s (read + write); median of {args.rounds} rounds",
               flush=True)
+    gloo_shm_check(gloo, rank)
     if args.only != "ddp":
         all_reduce_table(gloo, args.rounds, args.max_mib << 20, rank)
     if args.only != "all_reduce":

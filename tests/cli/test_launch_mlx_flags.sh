@@ -1,7 +1,9 @@
 # MLX's flags that only name things: --python runs a .py command with that
-# interpreter, --print-python prints it (no command needed), --nccl-port is
-# accepted and checked; and the three tools (distcomm-config and distcomm-perf
-# sit beside the launcher) refuse an unknown flag with one line and the hint.
+# interpreter (by default the python3 of the venv whose bin holds the
+# launcher, else python3 from PATH), --print-python prints it (no command
+# needed), --nccl-port is accepted and checked; and the three tools
+# (distcomm-config and distcomm-perf sit beside the launcher) refuse an
+# unknown flag with one line and the hint.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 C=$(dirname "$L")/distcomm-config
@@ -26,6 +28,22 @@ out=$(launch --python /opt/py/bin/python3.11 --print-python -n 4)
 expect_eq "$out" /opt/py/bin/python3.11 "--print-python with a path"
 out=$(PATH=$T/bin:/usr/bin:/bin launch --print-python)
 expect_eq "$out" "$(PATH=$T/bin:/usr/bin:/bin command -v python3)" "--print-python default (python3 on PATH)"
+# A launcher in a venv's bin (pip install .; pyvenv.cfg one folder up): that
+# venv's python3 by default, even with another python3 first on PATH.
+mkdir -p "$T/venv/bin"
+cp "$L" "$T/venv/bin/distcomm-launch"
+printf '#!/bin/sh\necho "venvpy $MLX_RANK $*"\n' > "$T/venv/bin/python3"
+chmod +x "$T/venv/bin/python3"
+out=$(PATH=$T/bin:/usr/bin:/bin timeout 10 "$T/venv/bin/distcomm-launch" --print-python)
+expect_eq "$out" "$(PATH=$T/bin:/usr/bin:/bin command -v python3)" "--print-python in a bin without pyvenv.cfg"
+touch "$T/venv/pyvenv.cfg"
+out=$(PATH=$T/bin:/usr/bin:/bin timeout 10 "$T/venv/bin/distcomm-launch" --print-python)
+expect_eq "$out" "$T/venv/bin/python3" "--print-python from a venv's bin"
+out=$(PATH=$T/bin:/usr/bin:/bin timeout 30 "$T/venv/bin/distcomm-launch" -n 2 -- "$T/job.py" b | sort)
+expect_eq "$out" "venvpy 0 $T/job.py b
+venvpy 1 $T/job.py b" "a .py from a venv's launcher"
+out=$(timeout 10 "$T/venv/bin/distcomm-launch" --python "$T/bin/mypy" --print-python)
+expect_eq "$out" "$T/bin/mypy" "--python over the venv's python"
 timeout 10 env PATH="$T/bin" "$L" --print-python --python nopython > "$T/o" 2> "$T/e" && fail "a missing python printed"
 grep -q "nopython is not on PATH" "$T/e" || fail "missing python not named: $(cat "$T/e")"
 

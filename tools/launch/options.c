@@ -142,7 +142,8 @@ static void print_usage(FILE *f) {
       "                            spaces, e.g. --mpi-arg '--mca "
       "btl_tcp_if_include eth0')\n"
       "  --python PY               run a .py command with PY (default "
-      "python3)\n"
+      "python3; from a venv's\n"
+      "                            bin, that venv's python3)\n"
       "  --print-python            print the path of that python and exit\n"
       "  --nccl-port P             nccl only (MLX's flag; accepted, nccl is "
       "refused)\n"
@@ -396,13 +397,35 @@ static enum dcl_parse_result check_ports(const struct dcl_options *o) {
   return DCL_PARSE_RUN;
 }
 
+/* mlx.launch runs a .py with its own sys.executable. The same here: a
+ * launcher installed in a venv (pip install .; pyvenv.cfg one folder up)
+ * runs .py commands with that venv's python3, which has distcomm and numpy
+ * even when the venv is not activated; elsewhere python3 from PATH. */
+static const char *default_python(void) {
+  static char py[4096];
+  char bin[4096], cfg[4200];
+  ssize_t n = readlink("/proc/self/exe", bin, sizeof bin - 1);
+  if (n <= 0)
+    return "python3";
+  bin[n] = '\0';
+  char *slash = strrchr(bin, '/');
+  if (slash == NULL)
+    return "python3";
+  *slash = '\0'; /* <venv>/bin */
+  if (snprintf(cfg, sizeof cfg, "%s/../pyvenv.cfg", bin) >= (int)sizeof cfg ||
+      snprintf(py, sizeof py, "%s/python3", bin) >= (int)sizeof py ||
+      access(cfg, R_OK) != 0 || access(py, X_OK) != 0)
+    return "python3";
+  return py;
+}
+
 enum dcl_parse_result dcl_parse_options(int argc, char **argv,
                                         struct dcl_options *o) {
   memset(o, 0, sizeof *o);
   o->nranks = 1;
   o->backend = "ring";
   o->conns_per_ip = 1;
-  o->python = "python3";
+  o->python = default_python();
   o->nccl_port = 12345;
   int i = 1;
   for (; i < argc; i++) {
