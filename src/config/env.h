@@ -101,7 +101,7 @@
     "MPI backend applies")                                                     \
   X(SLURM_NTASKS, "SLURM_NTASKS", NUMBER, "-1", 0, 1073741823,                 \
     "world size srun announces (-1: unknown)")                                 \
-  X(SLURM_STEP_NODELIST, "SLURM_STEP_NODELIST", TEXT, "unset", 0, 0,          \
+  X(SLURM_STEP_NODELIST, "SLURM_STEP_NODELIST", TEXT, "unset", 0, 0,           \
     "srun's hosts (n[1-3,7]): with SLURM_PROCID and no coordinator set, rank " \
     "0 runs the coordinator on the first")                                     \
   X(SLURM_JOB_ID, "SLURM_JOB_ID", TEXT, "unset", 0, 0,                         \

@@ -127,6 +127,15 @@ expect "operator, node rank out of range" "PET_NODE_RANK=2|PET_NNODES=2" -- \
 expect "operator, LOCAL_RANK out of range" "LOCAL_RANK=2|PET_NPROC_PER_NODE=2" -- \
   PET_NNODES=1 PET_NPROC_PER_NODE=2 PET_NODE_RANK=0 LOCAL_RANK=2 $M
 
+# DISTCOMM_BACKEND=mpi: "any" means MPI even under srun (here a missing
+# library, so MPI's own error shows it was taken).
+out=$(env DISTCOMM_BACKEND=mpi SLURM_PROCID=0 SLURM_NTASKS=2 $S \
+  SLURM_STEP_NODELIST=localhost MLX_MPI_LIBNAME=libdoesnotexist.so \
+  timeout 10 "$probe" init --strict 2>&1)
+if contains "$out" "ERR ERR_UNAVAILABLE: mpi: cannot use MLX_MPI_LIBNAME=libdoesnotexist.so"; then
+  ok "DISTCOMM_BACKEND=mpi takes MPI: $out"
+else fail "DISTCOMM_BACKEND=mpi: $out"; fi
+
 # A world of one is still a group of one.
 out=$(env RANK=0 WORLD_SIZE=1 timeout 10 "$probe" init 2>&1)
 if [ "$out" = "OK rank 0 size 1 backend singleton" ]; then ok "WORLD_SIZE=1: $out"
