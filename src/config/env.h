@@ -42,6 +42,10 @@
   X(TIMEOUT, "DISTCOMM_TIMEOUT", SECONDS, "300", 0, 0,                         \
     "seconds a wait may see no progress before DC_ERR_TIMEOUT; no op waits "   \
     "longer than this without 64 KiB/s (a trickling peer times out too)")      \
+  X(WAIT_NOTE, "DISTCOMM_WAIT_NOTE", SECONDS, "5", 0, 0,                       \
+    "start-up: after this many seconds of waiting (for ranks, the "            \
+    "coordinator, its port), one line on stderr says what for; then one "      \
+    "every 30 s")                                                              \
   X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the address file", 0, 0,       \
     "job id in hex, set by the launcher: two jobs never cross-connect")        \
   X(JOB_TOKEN, "DISTCOMM_JOB_TOKEN", TEXT, "unset (no proof asked)", 0, 0,     \
