@@ -30,6 +30,7 @@
 
 #include "bootstrap/coordinator.h"
 #include "config/env.h"
+#include "config/waiting.h"
 #include "core/group.h"
 #include "transport/auth.h"
 #include "transport/frame.h"
@@ -210,26 +211,6 @@ static void refused(server *s, const char *from, const char *why) {
   if (dc_env_verbose())
     fprintf(stderr, "[distcomm rank 0] coordinator %s refused %s: %s\n",
             s->c->addr.text, from, why);
-}
-
-/* Start-up's waits say on stderr what they wait for, after
- * DISTCOMM_WAIT_NOTE s and then every 30 s, without DISTCOMM_VERBOSE: a
- * silent wait of DISTCOMM_TIMEOUT looks like a hang. */
-typedef struct waiting {
-  double start, next;
-} waiting;
-
-static waiting wait_start(void) {
-  double now = dc_now();
-  return (waiting){now, now + dc_env_double(DC_ENV_WAIT_NOTE)};
-}
-
-/* A note is due: 1 once per period (the caller prints it). */
-static int wait_due(waiting *w) {
-  if (dc_now() < w->next)
-    return 0;
-  w->next = dc_now() + 30.0;
-  return 1;
 }
 
 /* The ranks that have not joined, " 1 2 3" (16 at most, then a count). */
@@ -617,7 +598,7 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
                               char *err, size_t errlen) {
   dc_addr a = c->addr;
   int e = 0;
-  waiting w = wait_start();
+  dc_waiting w = dc_waiting_start();
   while (dc_now() < deadline) {
     *fd = socket(a.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
@@ -636,13 +617,13 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
       break;
     else
       usleep(100000);
-    if (e == EADDRINUSE && wait_due(&w))
+    if (e == EADDRINUSE && dc_waiting_due(&w))
       fprintf(stderr,
               "[distcomm rank 0] waiting to listen on the coordinator "
               "address %s (%s): another process holds the port (another "
               "job's coordinator, or two processes started as rank 0?) "
               "after %.0f s (the timeout ends it in %.0f s)\n",
-              c->addr.text, c->from, dc_now() - w.start, deadline - dc_now());
+              c->addr.text, c->from, dc_waiting_for(&w), deadline - dc_now());
   }
   snprintf(err, errlen,
            "rank 0 cannot listen on the coordinator address %s "
@@ -656,7 +637,8 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
 }
 
 /* Rank 0 has waited a while for ranks: which, where, until when. */
-static void note_missing(const server *s, const waiting *w, double deadline) {
+static void note_missing(const server *s, const dc_waiting *w,
+                         double deadline) {
   char ranks[200];
   missing_ranks(s, ranks, sizeof ranks);
   fprintf(stderr,
@@ -664,7 +646,7 @@ static void note_missing(const server *s, const waiting *w, double deadline) {
           "rank(s)%s: %d of %d here after %.0f s (the timeout ends it in "
           "%.0f s)\n",
           s->c->addr.text, s->c->from, ranks, s->joined + 1, s->c->size,
-          dc_now() - w->start, deadline - dc_now());
+          dc_waiting_for(w), deadline - dc_now());
 }
 
 static dc_status serve(const dc_coord *c, const dc_addr *mine, int n,
@@ -686,10 +668,10 @@ static dc_status serve(const dc_coord *c, const dc_addr *mine, int n,
   memcpy(s.table, mine, sizeof *mine * (size_t)n);
   dc_status st = coord_listen(c, deadline, &s.lfd, err, errlen);
   if (st == DC_OK) {
-    waiting w = wait_start();
+    dc_waiting w = dc_waiting_start();
     while (s.joined < c->size - 1 && !s.why[0] && dc_now() < deadline) {
       serve_round(&s, deadline);
-      if (s.joined < c->size - 1 && wait_due(&w))
+      if (s.joined < c->size - 1 && dc_waiting_due(&w))
         note_missing(&s, &w, deadline);
     }
     if (!s.why[0] && s.joined < c->size - 1)
@@ -880,12 +862,12 @@ static int acked(int fd, const dc_coord *c, chan *L, const dc_addr *mine, int n,
 }
 
 /* A joiner has waited a while: for what, where, until when. */
-static void note_join(const dc_coord *c, const waiting *w, double deadline,
+static void note_join(const dc_coord *c, const dc_waiting *w, double deadline,
                       const char *what) {
   fprintf(stderr,
           "[distcomm rank %d] waiting for the coordinator %s (%s): %s, after "
           "%.0f s (the timeout ends it in %.0f s)\n",
-          c->rank, c->addr.text, c->from, what, dc_now() - w->start,
+          c->rank, c->addr.text, c->from, what, dc_waiting_for(w),
           deadline - dc_now());
 }
 
@@ -899,14 +881,14 @@ static const char *heard_what(int heard) {
 
 /* Wait for rank 0's verdict, saying so now and then: rank 0 answers when
  * every rank has joined. Returns when readable or at the deadline. */
-static void await_verdict(const dc_coord *c, int fd, waiting *w,
+static void await_verdict(const dc_coord *c, int fd, dc_waiting *w,
                           double deadline) {
   for (;;) {
-    double now = dc_now(), until = w->next < deadline ? w->next : deadline;
+    double now = dc_now(), until = dc_waiting_until(w, deadline);
     struct pollfd p = {.fd = fd, .events = POLLIN};
     if (now >= deadline || poll(&p, 1, (int)((until - now) * 1000) + 1) > 0)
       return;
-    if (wait_due(w))
+    if (dc_waiting_due(w))
       note_join(c, w, deadline,
                 "joined; rank 0 answers once every rank has joined");
   }
@@ -916,7 +898,7 @@ static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
                       double deadline, const dc_auth *a, dc_hostfile *all,
                       uint64_t *job, char *err, size_t errlen) {
   double timeout = deadline - dc_now();
-  waiting w = wait_start();
+  dc_waiting w = dc_waiting_start();
   int heard = 0; /* the last connection's answer, when not a coordinator's */
   for (int tries = 0; dc_now() < deadline; tries++) {
     int fd, got;
@@ -924,11 +906,11 @@ static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
     unsigned char h[HDR];
     if (tries)
       usleep(200000);
-    if (wait_due(&w))
+    if (dc_waiting_due(&w))
       note_join(c, &w, deadline,
                 heard ? heard_what(heard)
                       : "nothing listens there yet (is rank 0 running?)");
-    double slice = w.next < deadline ? w.next : deadline;
+    double slice = dc_waiting_until(&w, deadline);
     dc_status cs = dc_sock_connect(&c->addr, slice, &fd, why, sizeof why);
     if (cs == DC_ERR_TIMEOUT && dc_now() < deadline)
       continue; /* time for a note */

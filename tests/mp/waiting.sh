@@ -32,7 +32,22 @@ mp_pids+=($!)
 wait_for "$mp_tmp/occ2" listening 5 && wait_for "$mp_tmp/occ3" listening 5 ||
   fail "could not occupy ports $((base + 2)), $((base + 3))"
 
+# After the rendezvous (here an address file): rank 1's peer at base+5 is
+# a program that accepts (the kernel does) but never answers, as a stopped
+# rank would; rank 0 at base+6 waits for a rank 1 that never dials.
+"$probe" occupy $((base + 5)) 20 >"$mp_tmp/occ5" 2>&1 &
+mp_pids+=($!)
+wait_for "$mp_tmp/occ5" listening 5 || fail "could not occupy port $((base + 5))"
+hf=$mp_tmp/stuck.json
+printf '[["127.0.0.1:%d"],["127.0.0.1:%d"]]\n' $((base + 5)) $((base + 7)) >"$hf"
+hf0=$mp_tmp/alone0.json
+printf '[["127.0.0.1:%d"],["127.0.0.1:%d"]]\n' $((base + 6)) $((base + 8)) >"$hf0"
+
 t0=$(now_ms)
+start stuck 1 MLX_RANK=1 MLX_HOSTFILE="$hf" DISTCOMM_TIMEOUT=3 \
+  DISTCOMM_WAIT_NOTE=1 -- "$probe" init
+start lone0 0 MLX_RANK=0 MLX_HOSTFILE="$hf0" DISTCOMM_TIMEOUT=3 \
+  DISTCOMM_WAIT_NOTE=1 -- "$probe" init
 # A joiner alone, the default note time (5 s), a 7 s timeout.
 start alone 1 $(co 0) MLX_RANK=1 MLX_WORLD_SIZE=2 DISTCOMM_TIMEOUT=7 -- "$probe" init
 # Rank 0 and 1 of 3: rank 2 never comes.
@@ -64,6 +79,10 @@ expect_err silent 1 11000 ERR_TIMEOUT "could not join the coordinator 127.0.0.1:
 has silent.1 "[distcomm rank 1] waiting for the coordinator 127.0.0.1:$((base + 2)) (DISTCOMM_COORDINATOR): something there answered"
 expect_err busy 0 11000 ERR_SYSTEM "cannot listen on the coordinator address 127.0.0.1:$((base + 3))"
 has busy.0 "[distcomm rank 0] waiting to listen on the coordinator address 127.0.0.1:$((base + 3)) (DISTCOMM_COORDINATOR): another process holds the port"
+expect_err stuck 1 11000 ERR_TIMEOUT "rank 0 (127.0.0.1:$((base + 5)))"
+has stuck.1 "[distcomm rank 1] set-up: waiting for rank 0 (127.0.0.1:$((base + 5))) to answer our hello (is it stopped or stuck?)"
+expect_err lone0 0 11000 ERR_TIMEOUT "waiting for rank 1 (127.0.0.1:$((base + 8))) to connect"
+has lone0.0 "[distcomm rank 0] set-up: waiting for rank 1 (127.0.0.1:$((base + 8))) to connect"
 expect_ok fine 2 "a normal start"
 for r in 0 1; do
   out=$(cat "$mp_tmp/fine.$r")
