@@ -47,6 +47,23 @@ static int mpi_launched(void) {
   return 0;
 }
 
+/* An sbatch script's own process: Slurm gives it SLURM_PROCID=0 and the
+ * job's SLURM_NTASKS, but only srun sets SLURM_STEP_NODELIST. It is one
+ * process: a group of one, with a word on how to start the ranks. */
+static int batch_script(const char *ntasks) {
+  const char *id = dc_env_str(DC_ENV_SLURM_PROCID);
+  const char *list = dc_env_str(DC_ENV_SLURM_STEP_NODELIST);
+  if (!ntasks || strtol(ntasks, NULL, 10) < 2 || !id || strcmp(id, "0") != 0 ||
+      (list && *list))
+    return 0;
+  fprintf(stderr,
+          "[distcomm] SLURM_NTASKS=%s but no SLURM_STEP_NODELIST: "
+          "this is the batch script's own process, a group of one "
+          "(start the ranks with srun)\n",
+          ntasks);
+  return 1;
+}
+
 /* The first world size above 1 in the environment, with how to reach the
  * other ranks; NULL when none (a group of one is then right). */
 static const char *wanted_world(const char **name, const char **value) {
@@ -64,6 +81,8 @@ static const char *wanted_world(const char **name, const char **value) {
   };
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *s = dc_env_str(vars[i].id);
+    if (vars[i].id == DC_ENV_SLURM_NTASKS && batch_script(s))
+      continue;
     if (s && strtol(s, NULL, 10) > 1) {
       *name = dc_env_info(vars[i].id)->name, *value = s;
       return vars[i].hint;

@@ -50,7 +50,7 @@ fi
 # Several hosts in a compressed list need a token (here a file); the
 # coordinator is the list's first host.
 umask 077
-echo "starts-$RANDOM$RANDOM" >"$mp_tmp/token"
+printf "starts-%05d%05d-token\n" $RANDOM $RANDOM >"$mp_tmp/token" # 23 characters
 for r in 0 1; do
   start srun2 $r SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_STEP_NODELIST='localhost,n[01-02]' \
     SLURM_JOB_ID=$((job + 1)) SLURM_STEP_ID=3 \
@@ -102,6 +102,13 @@ expect() {
 S="SLURM_JOB_ID=$job SLURM_STEP_ID=0"
 expect "srun, no nodelist (was: MPI's abort or a group of one)" \
   "SLURM_NTASKS=2|SLURM_STEP_NODELIST|srun" -- SLURM_PROCID=1 SLURM_NTASKS=2 $S
+# An sbatch script's own process (SLURM_PROCID=0, the job's SLURM_NTASKS,
+# no step): one process, a group of one, and a word on srun.
+out=$(env SLURM_PROCID=0 SLURM_NTASKS=4 SLURM_JOB_ID=$job timeout 10 "$probe" init 2>&1)
+if contains "$out" "OK rank 0 size 1 backend singleton" \
+  "SLURM_NTASKS=4 but no SLURM_STEP_NODELIST" "start the ranks with srun"; then
+  ok "a batch script's own process: $out"
+else fail "a batch script's own process: $out"; fi
 expect "srun, a malformed nodelist" "SLURM_STEP_NODELIST|n[1-|unbalanced" -- \
   SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_STEP_NODELIST='n[1-' $S
 expect "srun, several hosts and no token" \
