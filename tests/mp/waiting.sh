@@ -43,7 +43,23 @@ printf '[["127.0.0.1:%d"],["127.0.0.1:%d"]]\n' $((base + 5)) $((base + 7)) >"$hf
 hf0=$mp_tmp/alone0.json
 printf '[["127.0.0.1:%d"],["127.0.0.1:%d"]]\n' $((base + 6)) $((base + 8)) >"$hf0"
 
+# A program that accepts and closes at once, at base+9.
+python3 - $((base + 9)) >"$mp_tmp/closer" 2>&1 <<'PY' &
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+print("listening", flush=True)
+while True:
+    s.accept()[0].close()
+PY
+mp_pids+=($!)
+wait_for "$mp_tmp/closer" listening 5 || fail "could not listen on $((base + 9))"
+
 t0=$(now_ms)
+start closer 1 $(co 9) MLX_RANK=1 MLX_WORLD_SIZE=2 DISTCOMM_TIMEOUT=3 \
+  DISTCOMM_WAIT_NOTE=1 -- "$probe" init
 start stuck 1 MLX_RANK=1 MLX_HOSTFILE="$hf" DISTCOMM_TIMEOUT=3 \
   DISTCOMM_WAIT_NOTE=1 -- "$probe" init
 start lone0 0 MLX_RANK=0 MLX_HOSTFILE="$hf0" DISTCOMM_TIMEOUT=3 \
@@ -83,6 +99,9 @@ expect_err stuck 1 11000 ERR_TIMEOUT "rank 0 (127.0.0.1:$((base + 5)))"
 has stuck.1 "[distcomm rank 1] set-up: waiting for rank 0 (127.0.0.1:$((base + 5))) to answer our hello (is it stopped or stuck?)"
 expect_err lone0 0 11000 ERR_TIMEOUT "waiting for rank 1 (127.0.0.1:$((base + 8))) to connect"
 has lone0.0 "[distcomm rank 0] set-up: waiting for rank 1 (127.0.0.1:$((base + 8))) to connect"
+expect_err closer 1 11000 ERR_TIMEOUT "could not join the coordinator 127.0.0.1:$((base + 9))" \
+  "something there answered but is not a distcomm coordinator (it closed the connection at once)"
+has closer.1 "[distcomm rank 1] waiting for the coordinator 127.0.0.1:$((base + 9)) (DISTCOMM_COORDINATOR): something there answered but is not a distcomm coordinator (it closed the connection at once)"
 expect_ok fine 2 "a normal start"
 for r in 0 1; do
   out=$(cat "$mp_tmp/fine.$r")
