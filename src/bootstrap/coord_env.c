@@ -1,10 +1,19 @@
 /* Where the coordinator is, who we are, and which addresses to listen on:
  * the variables users already have, first found wins.
  *   address: MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR,
- *            MASTER_ADDR + MASTER_PORT (torchrun)
- *   rank:    MLX_RANK, DISTCOMM_RANK, RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK,
- * PMI_RANK size:    MLX_WORLD_SIZE, WORLD_SIZE, SLURM_NTASKS,
- * OMPI_COMM_WORLD_SIZE, PMI_SIZE */
+ *            MASTER_ADDR + MASTER_PORT (torchrun),
+ *            PET_MASTER_ADDR + PET_MASTER_PORT (Kubernetes operators),
+ *            srun's first host (SLURM_STEP_NODELIST) at a port from
+ *            SLURM_JOB_ID and SLURM_STEP_ID
+ *   rank:    MLX_RANK, DISTCOMM_RANK, RANK,
+ *            PET_NODE_RANK x PET_NPROC_PER_NODE + LOCAL_RANK,
+ *            OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID,
+ *            JOB_COMPLETION_INDEX
+ *   size:    MLX_WORLD_SIZE, WORLD_SIZE, PET_NNODES x PET_NPROC_PER_NODE,
+ *            OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS
+ * An MPI launcher's variables come before Slurm's: mpirun inside an
+ * allocation starts its daemons with srun, whose SLURM_PROCID is the
+ * daemon's, not the rank's. */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -17,18 +26,92 @@
 
 #include "bootstrap/coordinator.h"
 #include "config/env.h"
+#include "config/nodelist.h"
 #include "transport/sock.h"
 
-static const dc_env_id rank_vars[] = {DC_ENV_RANK,       DC_ENV_DC_RANK,
-                                      DC_ENV_TORCH_RANK, DC_ENV_SLURM_PROCID,
-                                      DC_ENV_OMPI_RANK,  DC_ENV_PMI_RANK};
-static const dc_env_id size_vars[] = {
-    DC_ENV_WORLD_SIZE_MLX, DC_ENV_TORCH_WORLD_SIZE, DC_ENV_SLURM_NTASKS,
-    DC_ENV_OMPI_SIZE, DC_ENV_PMI_SIZE};
+static const dc_env_id rank_head[] = {DC_ENV_RANK, DC_ENV_DC_RANK,
+                                      DC_ENV_TORCH_RANK};
+static const dc_env_id rank_tail[] = {DC_ENV_OMPI_RANK, DC_ENV_PMI_RANK,
+                                      DC_ENV_SLURM_PROCID,
+                                      DC_ENV_JOB_COMPLETION_INDEX};
+static const dc_env_id size_head[] = {DC_ENV_WORLD_SIZE_MLX,
+                                      DC_ENV_TORCH_WORLD_SIZE};
+static const dc_env_id size_tail[] = {DC_ENV_OMPI_SIZE, DC_ENV_PMI_SIZE,
+                                      DC_ENV_SLURM_NTASKS};
 #define NVARS(a) (sizeof a / sizeof a[0])
 
+static int set(dc_env_id id) {
+  const char *s = dc_env_str(id);
+  return s && *s;
+}
+
+/* "host:port" from a pair of variables (torchrun's, the operators'); NULL
+ * when neither is set, or only one (err says which). */
+static const char *pair(dc_env_id hid, dc_env_id pid, const char *from,
+                        char *buf, size_t n, char *err, size_t errlen) {
+  const char *h = dc_env_str(hid), *p = dc_env_str(pid);
+  const char *hn = dc_env_info(hid)->name, *pn = dc_env_info(pid)->name;
+  if (set(hid) && set(pid)) {
+    snprintf(buf, n, strchr(h, ':') && h[0] != '[' ? "[%s]:%s" : "%s:%s", h, p);
+    return buf;
+  }
+  if (set(hid) || set(pid))
+    snprintf(err, errlen, "%s is set but %s is not: %s sets both",
+             set(hid) ? hn : pn, set(hid) ? pn : hn, from);
+  return NULL;
+}
+
+/* Without a token only one host's processes may join (protected mode):
+ * a step on several hosts is refused now, not after the timeout. */
+static int slurm_hosts_ok(const char *list, long hosts, char *err,
+                          size_t errlen) {
+  if (hosts < 2 || set(DC_ENV_JOB_TOKEN) || set(DC_ENV_JOB_TOKEN_FILE) ||
+      dc_env_flag(DC_ENV_INSECURE) == 1)
+    return 1;
+  snprintf(err, errlen,
+           "srun started this job on %ld hosts (SLURM_STEP_NODELIST=%s) but "
+           "it has no DISTCOMM_JOB_TOKEN: without one only one host's "
+           "processes may join; set DISTCOMM_JOB_TOKEN_FILE to a file (mode "
+           "600) every host reads, or DISTCOMM_INSECURE=1 on a trusted "
+           "network",
+           hosts, list);
+  return 0;
+}
+
+/* Under srun without a coordinator: the step's first host, at
+ * 20000 + (SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod 10000 (below the kernel's
+ * ephemeral ports; steps and jobs side by side get different ports). */
+static const char *slurm_text(char *buf, size_t n, char *err, size_t errlen) {
+  const char *list = dc_env_str(DC_ENV_SLURM_STEP_NODELIST);
+  if (!set(DC_ENV_SLURM_PROCID) || !list || !*list)
+    return NULL;
+  char host[256], why[400];
+  long hosts = 0, job = 0, step = 0;
+  const char *sid = dc_env_str(DC_ENV_SLURM_STEP_ID);
+  if (dc_nodelist_host(list, 0, host, sizeof host, &hosts, why, sizeof why)) {
+    snprintf(err, errlen, "SLURM_STEP_NODELIST: %s", why);
+    return NULL;
+  }
+  if (!set(DC_ENV_SLURM_JOB_ID)) {
+    snprintf(err, errlen,
+             "SLURM_STEP_NODELIST is set but SLURM_JOB_ID is not: the "
+             "coordinator's port comes from it (or set DISTCOMM_COORDINATOR)");
+    return NULL;
+  }
+  if (dc_env_parse_int("SLURM_JOB_ID", dc_env_str(DC_ENV_SLURM_JOB_ID), &job,
+                       err, errlen) ||
+      (sid && *sid &&
+       dc_env_parse_int("SLURM_STEP_ID", sid, &step, err, errlen)) ||
+      !slurm_hosts_ok(list, hosts, err, errlen))
+    return NULL;
+  long port =
+      20000 + (long)(((unsigned long)job * 64 + (unsigned long)step) % 10000);
+  snprintf(buf, n, "%s:%ld", host, port);
+  return buf;
+}
+
 /* The coordinator's "host:port" text and the variable it came from; NULL
- * when none is set. */
+ * when none is set (or err says what is wrong). */
 static const char *address_text(char *buf, size_t n, const char **from,
                                 char *err, size_t errlen) {
   const char *s = dc_env_str(DC_ENV_JACCL_COORDINATOR);
@@ -37,17 +120,18 @@ static const char *address_text(char *buf, size_t n, const char **from,
   s = dc_env_str(DC_ENV_COORDINATOR);
   if (s && *s)
     return *from = "DISTCOMM_COORDINATOR", s;
-  const char *h = dc_env_str(DC_ENV_MASTER_ADDR);
-  const char *p = dc_env_str(DC_ENV_MASTER_PORT);
-  if (h && *h && p && *p) {
-    snprintf(buf, n, strchr(h, ':') && h[0] != '[' ? "[%s]:%s" : "%s:%s", h, p);
-    return *from = "MASTER_ADDR/MASTER_PORT", buf;
-  }
-  if ((h && *h) || (p && *p))
-    snprintf(err, errlen, "%s is set but %s is not: torchrun sets both",
-             h && *h ? "MASTER_ADDR" : "MASTER_PORT",
-             h && *h ? "MASTER_PORT" : "MASTER_ADDR");
-  return NULL;
+  *from = "MASTER_ADDR/MASTER_PORT";
+  s = pair(DC_ENV_MASTER_ADDR, DC_ENV_MASTER_PORT, "torchrun", buf, n, err,
+           errlen);
+  if (s || err[0])
+    return s;
+  *from = "PET_MASTER_ADDR/PET_MASTER_PORT";
+  s = pair(DC_ENV_PET_MASTER_ADDR, DC_ENV_PET_MASTER_PORT,
+           "a training operator", buf, n, err, errlen);
+  if (s || err[0])
+    return s;
+  *from = "SLURM_STEP_NODELIST/SLURM_JOB_ID";
+  return slurm_text(buf, n, err, errlen);
 }
 
 /* "ip:port" numerically, else "name:port" through the resolver. */
@@ -97,6 +181,99 @@ static dc_status first_int(const dc_env_id *vars, size_t n, long *out,
   return DC_OK;
 }
 
+/* A count variable (torchrun's elastic "1:4" and "auto" are not counts). */
+static dc_status pet_int(dc_env_id id, long *v, char *err, size_t errlen) {
+  const char *name = dc_env_info(id)->name, *s = dc_env_str(id);
+  if (strchr(s, ':')) {
+    snprintf(err, errlen,
+             "%s='%s' is an elastic range: distcomm needs one "
+             "fixed number",
+             name, s);
+    return DC_ERR_CONFIG;
+  }
+  return dc_env_parse_int(name, s, v, err, errlen);
+}
+
+#define PET_RANK "PET_NODE_RANK x PET_NPROC_PER_NODE + LOCAL_RANK"
+#define PET_SIZE "PET_NNODES x PET_NPROC_PER_NODE"
+
+/* The node's number: PET_NODE_RANK, else an Indexed Job's pod number. */
+static dc_status pet_node(long nodes, long *node, char *err, size_t errlen) {
+  dc_env_id id = set(DC_ENV_PET_NODE_RANK) ? DC_ENV_PET_NODE_RANK
+                                           : DC_ENV_JOB_COMPLETION_INDEX;
+  if (!set(id)) {
+    snprintf(err, errlen,
+             "PET_NNODES=%ld is set but neither PET_NODE_RANK "
+             "nor JOB_COMPLETION_INDEX is: set the node's number",
+             nodes);
+    return DC_ERR_CONFIG;
+  }
+  const char *name = dc_env_info(id)->name;
+  dc_status st = dc_env_parse_int(name, dc_env_str(id), node, err, errlen);
+  if (st == DC_OK && *node >= nodes) {
+    snprintf(err, errlen, "%s=%ld is out of range: PET_NNODES=%ld", name, *node,
+             nodes);
+    st = DC_ERR_CONFIG;
+  }
+  return st;
+}
+
+/* Kubernetes operators (Kubeflow Trainer v2 sets only PET_*): world size
+ * PET_NNODES x PET_NPROC_PER_NODE, rank PET_NODE_RANK x PET_NPROC_PER_NODE +
+ * LOCAL_RANK. */
+static dc_status pet(long *rank, long *size, char *err, size_t errlen) {
+  long nodes = 0, per = 1, node = 0, local = 0;
+  dc_status st = pet_int(DC_ENV_PET_NNODES, &nodes, err, errlen);
+  if (st == DC_OK && set(DC_ENV_PET_NPROC_PER_NODE))
+    st = pet_int(DC_ENV_PET_NPROC_PER_NODE, &per, err, errlen);
+  if (st == DC_OK && (nodes < 1 || per < 1)) {
+    snprintf(err, errlen,
+             "PET_NNODES=%ld, PET_NPROC_PER_NODE=%ld: both "
+             "must be 1 or more",
+             nodes, per);
+    st = DC_ERR_CONFIG;
+  }
+  if (st == DC_OK)
+    st = pet_node(nodes, &node, err, errlen);
+  if (st == DC_OK && set(DC_ENV_LOCAL_RANK))
+    st = dc_env_parse_int("LOCAL_RANK", dc_env_str(DC_ENV_LOCAL_RANK), &local,
+                          err, errlen);
+  else if (st == DC_OK && per > 1) {
+    snprintf(err, errlen,
+             "PET_NPROC_PER_NODE=%ld but LOCAL_RANK is unset: "
+             "each of a node's processes needs its number",
+             per);
+    st = DC_ERR_CONFIG;
+  }
+  if (st == DC_OK && local >= per) {
+    snprintf(err, errlen,
+             "LOCAL_RANK=%ld is out of range: "
+             "PET_NPROC_PER_NODE=%ld",
+             local, per);
+    st = DC_ERR_CONFIG;
+  }
+  *rank = node * per + local;
+  *size = nodes * per;
+  return st;
+}
+
+/* Rank and size, each from the first source set (the order at the top). */
+static dc_status rank_size(long *rank, const char **rn, long *size,
+                           const char **sn, char *err, size_t errlen) {
+  dc_status st = first_int(rank_head, NVARS(rank_head), rank, rn, err, errlen);
+  if (st == DC_OK)
+    st = first_int(size_head, NVARS(size_head), size, sn, err, errlen);
+  if (st == DC_OK && !*rn && !*sn && set(DC_ENV_PET_NNODES)) {
+    *rn = PET_RANK, *sn = PET_SIZE;
+    return pet(rank, size, err, errlen);
+  }
+  if (st == DC_OK && !*rn)
+    st = first_int(rank_tail, NVARS(rank_tail), rank, rn, err, errlen);
+  if (st == DC_OK && !*sn)
+    st = first_int(size_tail, NVARS(size_tail), size, sn, err, errlen);
+  return st;
+}
+
 dc_status dc_coord_from_env_sized(dc_coord *c, int rows, const char *rows_from,
                                   char *err, size_t errlen) {
   char buf[320];
@@ -108,9 +285,7 @@ dc_status dc_coord_from_env_sized(dc_coord *c, int rows, const char *rows_from,
   long rank = 0, size = rows;
   const char *rn, *sn;
   if (st == DC_OK)
-    st = first_int(rank_vars, NVARS(rank_vars), &rank, &rn, err, errlen);
-  if (st == DC_OK)
-    st = first_int(size_vars, NVARS(size_vars), &size, &sn, err, errlen);
+    st = rank_size(&rank, &rn, &size, &sn, err, errlen);
   if (st != DC_OK)
     return st;
   if (sn && rows > 0 && size != rows) {

@@ -75,7 +75,8 @@ dc_status dc_ring_coord_init(dc_group **out) {
   if (st == DC_ERR_UNAVAILABLE)
     return dc_init_fail(st, "init: no coordinator is configured (none of "
                             "MLX_JACCL_COORDINATOR, DISTCOMM_COORDINATOR, "
-                            "MASTER_ADDR is set)");
+                            "MASTER_ADDR, PET_MASTER_ADDR, "
+                            "SLURM_STEP_NODELIST is set)");
   if (st == DC_OK)
     dc_coord_note_no_token(&c);
   dc_auth auth; /* a bad token (file) fails now, not after the rendezvous */

@@ -30,6 +30,7 @@
 
 #include "bootstrap/coordinator.h"
 #include "config/env.h"
+#include "config/waiting.h"
 #include "core/group.h"
 #include "transport/auth.h"
 #include "transport/frame.h"
@@ -210,6 +211,18 @@ static void refused(server *s, const char *from, const char *why) {
   if (dc_env_verbose())
     fprintf(stderr, "[distcomm rank 0] coordinator %s refused %s: %s\n",
             s->c->addr.text, from, why);
+}
+
+/* The ranks that have not joined, " 1 2 3" (16 at most, then a count). */
+static void missing_ranks(const server *s, char *out, size_t n) {
+  size_t at = 0;
+  int shown = 0;
+  out[0] = '\0';
+  for (int r = 1; r < s->c->size && at < n - 16; r++)
+    if (s->claimed[r] < 0 && shown++ < 16)
+      at += (size_t)snprintf(out + at, n - at, " %d", r);
+  if (shown > 16)
+    snprintf(out + at, n - at, " and %d more", shown - 16);
 }
 
 static void drop(joiner *jo) {
@@ -517,18 +530,13 @@ static void serve_round(server *s, double deadline) {
 
 static void missing(server *s, double timeout) {
   s->timed_out = 1;
-  size_t at =
-      (size_t)snprintf(s->why, sizeof s->why,
-                       "the rendezvous at %s timed out after %.0f s "
-                       "with %d of %d ranks: missing rank(s)",
-                       s->c->addr.text, timeout, s->joined + 1, s->c->size);
-  int shown = 0;
-  for (int r = 1; r < s->c->size && at < sizeof s->why - 16; r++)
-    if (s->claimed[r] < 0 && shown++ < 16)
-      at += (size_t)snprintf(s->why + at, sizeof s->why - at, " %d", r);
-  if (shown > 16)
-    at += (size_t)snprintf(s->why + at, sizeof s->why - at, " and %d more",
-                           shown - 16);
+  char ranks[200];
+  missing_ranks(s, ranks, sizeof ranks);
+  size_t at = (size_t)snprintf(s->why, sizeof s->why,
+                               "the rendezvous at %s timed out after %.0f s "
+                               "with %d of %d ranks: missing rank(s)%s",
+                               s->c->addr.text, timeout, s->joined + 1,
+                               s->c->size, ranks);
   if (s->refusal[0] && at < sizeof s->why)
     snprintf(s->why + at, sizeof s->why - at, " (last refused: %s)",
              s->refusal);
@@ -590,6 +598,7 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
                               char *err, size_t errlen) {
   dc_addr a = c->addr;
   int e = 0;
+  dc_waiting w = dc_waiting_start();
   while (dc_now() < deadline) {
     *fd = socket(a.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
@@ -608,6 +617,13 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
       break;
     else
       usleep(100000);
+    if (e == EADDRINUSE && dc_waiting_due(&w))
+      fprintf(stderr,
+              "[distcomm rank 0] waiting to listen on the coordinator "
+              "address %s (%s): another process holds the port (another "
+              "job's coordinator, or two processes started as rank 0?) "
+              "after %.0f s (the timeout ends it in %.0f s)\n",
+              c->addr.text, c->from, dc_waiting_for(&w), deadline - dc_now());
   }
   snprintf(err, errlen,
            "rank 0 cannot listen on the coordinator address %s "
@@ -618,6 +634,19 @@ static dc_status coord_listen(const dc_coord *c, double deadline, int *fd,
                            : "");
   *fd = -1;
   return DC_ERR_SYSTEM;
+}
+
+/* Rank 0 has waited a while for ranks: which, where, until when. */
+static void note_missing(const server *s, const dc_waiting *w,
+                         double deadline) {
+  char ranks[200];
+  missing_ranks(s, ranks, sizeof ranks);
+  fprintf(stderr,
+          "[distcomm rank 0] waiting at the coordinator %s (%s) for "
+          "rank(s)%s: %d of %d here after %.0f s (the timeout ends it in "
+          "%.0f s)\n",
+          s->c->addr.text, s->c->from, ranks, s->joined + 1, s->c->size,
+          dc_waiting_for(w), deadline - dc_now());
 }
 
 static dc_status serve(const dc_coord *c, const dc_addr *mine, int n,
@@ -639,8 +668,12 @@ static dc_status serve(const dc_coord *c, const dc_addr *mine, int n,
   memcpy(s.table, mine, sizeof *mine * (size_t)n);
   dc_status st = coord_listen(c, deadline, &s.lfd, err, errlen);
   if (st == DC_OK) {
-    while (s.joined < c->size - 1 && !s.why[0] && dc_now() < deadline)
+    dc_waiting w = dc_waiting_start();
+    while (s.joined < c->size - 1 && !s.why[0] && dc_now() < deadline) {
       serve_round(&s, deadline);
+      if (s.joined < c->size - 1 && dc_waiting_due(&w))
+        note_missing(&s, &w, deadline);
+    }
     if (!s.why[0] && s.joined < c->size - 1)
       missing(&s, timeout);
     *job = pick_job();
@@ -665,6 +698,7 @@ static dc_status serve(const dc_coord *c, const dc_addr *mine, int n,
 typedef struct chan {
   const dc_auth *auth;
   unsigned char theirs[NONCE], mine[NONCE];
+  int heard; /* no NONCE came: 1 silence for ACK_SECONDS, 2 a close */
 } chan;
 
 /* The most a real TABLE or ERROR holds (its MAC included). */
@@ -774,8 +808,11 @@ static int greeted(int fd, const dc_coord *c, chan *L, double until, char *err,
                    size_t errlen) {
   unsigned char g[HDR];
   msg m;
-  if (dc_sock_read_all(fd, g, HDR, until) != DC_OK)
+  dc_status st = dc_sock_read_all(fd, g, HDR, until);
+  if (st != DC_OK) {
+    L->heard = st == DC_ERR_TIMEOUT ? 1 : 2;
     return 0;
+  }
   if (decode(g, &m) != 0 || m.kind != K_NONCE || m.len != NONCE)
     return -1;
   if (dc_sock_read_all(fd, L->theirs, NONCE, until) != DC_OK)
@@ -824,27 +861,73 @@ static int acked(int fd, const dc_coord *c, chan *L, const dc_addr *mine, int n,
   return m.kind == K_ACK ? 1 : 2;
 }
 
+/* A joiner has waited a while: for what, where, until when. */
+static void note_join(const dc_coord *c, const dc_waiting *w, double deadline,
+                      const char *what) {
+  fprintf(stderr,
+          "[distcomm rank %d] waiting for the coordinator %s (%s): %s, after "
+          "%.0f s (the timeout ends it in %.0f s)\n",
+          c->rank, c->addr.text, c->from, what, dc_waiting_for(w),
+          deadline - dc_now());
+}
+
+/* What answered at the coordinator's address instead of one. */
+static const char *heard_what(int heard) {
+  return heard == 1 ? "something there answered but is not a distcomm "
+                      "coordinator (it sent nothing within 5 s)"
+                    : "something there answered but is not a distcomm "
+                      "coordinator (it closed the connection at once)";
+}
+
+/* Wait for rank 0's verdict, saying so now and then: rank 0 answers when
+ * every rank has joined. Returns when readable or at the deadline. */
+static void await_verdict(const dc_coord *c, int fd, dc_waiting *w,
+                          double deadline) {
+  for (;;) {
+    double now = dc_now(), until = dc_waiting_until(w, deadline);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (now >= deadline || poll(&p, 1, (int)((until - now) * 1000) + 1) > 0)
+      return;
+    if (dc_waiting_due(w))
+      note_join(c, w, deadline,
+                "joined; rank 0 answers once every rank has joined");
+  }
+}
+
 static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
                       double deadline, const dc_auth *a, dc_hostfile *all,
                       uint64_t *job, char *err, size_t errlen) {
   double timeout = deadline - dc_now();
+  dc_waiting w = dc_waiting_start();
+  int heard = 0; /* the last connection's answer, when not a coordinator's */
   for (int tries = 0; dc_now() < deadline; tries++) {
     int fd, got;
     char why[200];
     unsigned char h[HDR];
     if (tries)
       usleep(200000);
-    if (dc_sock_connect(&c->addr, deadline, &fd, why, sizeof why) != DC_OK)
+    if (dc_waiting_due(&w))
+      note_join(c, &w, deadline,
+                heard ? heard_what(heard)
+                      : "nothing listens there yet (is rank 0 running?)");
+    double slice = dc_waiting_until(&w, deadline);
+    dc_status cs = dc_sock_connect(&c->addr, slice, &fd, why, sizeof why);
+    if (cs == DC_ERR_TIMEOUT && dc_now() < deadline)
+      continue; /* time for a note */
+    if (cs != DC_OK)
       break;
     chan L = {.auth = a};
     got = acked(fd, c, &L, mine, n, deadline, h, err, errlen);
     if (got > 0) {
+      if (got == 1) /* at the deadline verdict() says what is missing */
+        await_verdict(c, fd, &w, deadline);
       dc_status st =
           verdict(c, &L, fd, n, deadline, h, got == 2, all, job, err, errlen);
       close(fd);
       return st;
     }
     close(fd);
+    heard = got == 0 ? L.heard : 0;
     if (got == -3)
       return DC_ERR_CONFIG;
     if (got < 0) {
@@ -855,10 +938,16 @@ static dc_status join(const dc_coord *c, const dc_addr *mine, int n,
       return DC_ERR_CONFIG;
     }
   }
-  snprintf(err, errlen,
-           "rank %d could not reach the coordinator %s (%s) "
-           "within %.0f s: is rank 0 running?",
-           c->rank, c->addr.text, c->from, timeout);
+  if (heard)
+    snprintf(err, errlen,
+             "rank %d could not join the coordinator %s (%s) within %.0f s: "
+             "%s; another program holds that port? (is rank 0 running?)",
+             c->rank, c->addr.text, c->from, timeout, heard_what(heard));
+  else
+    snprintf(err, errlen,
+             "rank %d could not reach the coordinator %s (%s) "
+             "within %.0f s: is rank 0 running?",
+             c->rank, c->addr.text, c->from, timeout);
   return DC_ERR_TIMEOUT;
 }
 

@@ -48,6 +48,10 @@
   X(TIMEOUT, "DISTCOMM_TIMEOUT", SECONDS, "300", 0, 0,                         \
     "seconds a wait may see no progress before DC_ERR_TIMEOUT; no op waits "   \
     "longer than this without 64 KiB/s (a trickling peer times out too)")      \
+  X(WAIT_NOTE, "DISTCOMM_WAIT_NOTE", SECONDS, "5", 0, 0,                       \
+    "start-up: after this many seconds of waiting (for ranks, the "            \
+    "coordinator, its port), one line on stderr says what for; then one "      \
+    "every 30 s")                                                              \
   X(JOB_ID, "DISTCOMM_JOB_ID", TEXT, "a hash of the address file", 0, 0,       \
     "job id in hex, set by the launcher: two jobs never cross-connect")        \
   X(JOB_TOKEN, "DISTCOMM_JOB_TOKEN", TEXT, "unset (no proof asked)", 0, 0,     \
@@ -107,6 +111,35 @@
     "MPI backend applies")                                                     \
   X(SLURM_NTASKS, "SLURM_NTASKS", NUMBER, "-1", 0, 1073741823,                 \
     "world size srun announces (-1: unknown)")                                 \
+  X(SLURM_STEP_NODELIST, "SLURM_STEP_NODELIST", TEXT, "unset", 0, 0,           \
+    "srun's hosts (n[1-3,7]): with SLURM_PROCID and no coordinator set, rank " \
+    "0 runs the coordinator on the first")                                     \
+  X(SLURM_JOB_ID, "SLURM_JOB_ID", TEXT, "unset", 0, 0,                         \
+    "with SLURM_STEP_ID, the coordinator's port under srun: 20000 + "          \
+    "(SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod 10000")                           \
+  X(SLURM_STEP_ID, "SLURM_STEP_ID", TEXT, "0", 0, 0,                           \
+    "srun's step number: part of the coordinator's port")                      \
+  X(PET_NNODES, "PET_NNODES", TEXT, "unset", 0, 0,                             \
+    "Kubernetes training operators: the number of nodes (pods); world size = " \
+    "PET_NNODES x PET_NPROC_PER_NODE")                                         \
+  X(PET_NPROC_PER_NODE, "PET_NPROC_PER_NODE", TEXT, "1", 0, 0,                 \
+    "with PET_NNODES: processes per node")                                     \
+  X(PET_NODE_RANK, "PET_NODE_RANK", TEXT, "JOB_COMPLETION_INDEX", 0, 0,        \
+    "with PET_NNODES: this node's number; rank = PET_NODE_RANK x "             \
+    "PET_NPROC_PER_NODE + LOCAL_RANK")                                         \
+  X(LOCAL_RANK, "LOCAL_RANK", TEXT, "0 when PET_NPROC_PER_NODE is 1", 0, 0,    \
+    "with PET_NNODES: this process's number on its node")                      \
+  X(PET_MASTER_ADDR, "PET_MASTER_ADDR", TEXT, "unset", 0, 0,                   \
+    "Kubernetes training operators' coordinator host (with PET_MASTER_PORT), " \
+    "when no address above is set")                                            \
+  X(PET_MASTER_PORT, "PET_MASTER_PORT", TEXT, "unset", 0, 0,                   \
+    "Kubernetes training operators' coordinator port")                         \
+  X(JOB_COMPLETION_INDEX, "JOB_COMPLETION_INDEX", TEXT, "unset", 0, 0,         \
+    "a Kubernetes Indexed Job's pod number: the node rank with PET_NNODES, "   \
+    "else the rank (after the rank variables above)")                          \
+  X(BACKEND, "DISTCOMM_BACKEND", TEXT, "unset", 0, 0,                          \
+    "the backend dc_init(\"any\") means (mpi, ring, mesh, ...); unset: the "   \
+    "first whose variables are set, never MPI from Slurm's alone")             \
   X(JACCL_COORDINATOR, "MLX_JACCL_COORDINATOR", TEXT, "unset", 0, 0,           \
     "ip:port where rank 0 runs the rendezvous (MLX's JACCL name)")             \
   X(COORDINATOR, "DISTCOMM_COORDINATOR", TEXT, "unset", 0, 0,                  \

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/env.h"
 #include "core/group.h"
 
 static pthread_mutex_t world_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -32,6 +33,64 @@ static dc_status singleton(dc_group **out) {
   return *out ? DC_OK : dc_init_fail(DC_ERR_NOMEM, "init: out of memory");
 }
 
+/* Started by an MPI launcher (mpirun, hydra, a PMIx server): Slurm's
+ * variables alone never pick MPI under "any" (plain srun has no PMI, and
+ * Open MPI would abort). */
+static int mpi_launched(void) {
+  static const dc_env_id ids[] = {DC_ENV_OMPI_RANK, DC_ENV_PMI_RANK,
+                                  DC_ENV_PMIX_RANK};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    const char *s = dc_env_str(ids[i]);
+    if (s && *s)
+      return 1;
+  }
+  return 0;
+}
+
+/* An sbatch script's own process: Slurm gives it SLURM_PROCID=0 and the
+ * job's SLURM_NTASKS, but only srun sets SLURM_STEP_NODELIST. It is one
+ * process: a group of one, with a word on how to start the ranks. */
+static int batch_script(const char *ntasks) {
+  const char *id = dc_env_str(DC_ENV_SLURM_PROCID);
+  const char *list = dc_env_str(DC_ENV_SLURM_STEP_NODELIST);
+  if (!ntasks || strtol(ntasks, NULL, 10) < 2 || !id || strcmp(id, "0") != 0 ||
+      (list && *list))
+    return 0;
+  fprintf(stderr,
+          "[distcomm] SLURM_NTASKS=%s but no SLURM_STEP_NODELIST: "
+          "this is the batch script's own process, a group of one "
+          "(start the ranks with srun)\n",
+          ntasks);
+  return 1;
+}
+
+/* The first world size above 1 in the environment, with how to reach the
+ * other ranks; NULL when none (a group of one is then right). */
+static const char *wanted_world(const char **name, const char **value) {
+  static const struct {
+    dc_env_id id;
+    const char *hint;
+  } vars[] = {
+      {DC_ENV_WORLD_SIZE_MLX, "set DISTCOMM_COORDINATOR (or MLX_HOSTFILE)"},
+      {DC_ENV_TORCH_WORLD_SIZE, "set MASTER_ADDR and MASTER_PORT"},
+      {DC_ENV_PET_NNODES, "set PET_MASTER_ADDR and PET_MASTER_PORT"},
+      {DC_ENV_OMPI_SIZE, "the MPI backend could not start"},
+      {DC_ENV_PMI_SIZE, "the MPI backend could not start"},
+      {DC_ENV_SLURM_NTASKS, "SLURM_STEP_NODELIST is unset: start the ranks "
+                            "with srun, or set DISTCOMM_COORDINATOR"},
+  };
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *s = dc_env_str(vars[i].id);
+    if (vars[i].id == DC_ENV_SLURM_NTASKS && batch_script(s))
+      continue;
+    if (s && strtol(s, NULL, 10) > 1) {
+      *name = dc_env_info(vars[i].id)->name, *value = s;
+      return vars[i].hint;
+    }
+  }
+  return NULL;
+}
+
 /* Try each backend named (or all for "any"); keep every reason so that a
  * strict failure says what each backend was missing. */
 static dc_status make_world(const char *name, int strict, dc_group **out) {
@@ -39,6 +98,8 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
   char why[1024] = "";
   for (size_t i = 0; i < NBACKENDS; i++) {
     if (any ? backends[i].alias : strcmp(name, backends[i].name) != 0)
+      continue;
+    if (any && backends[i].init == dc_mpi_init && !mpi_launched())
       continue;
     tried = 1;
     dc_status st = backends[i].init(out);
@@ -52,9 +113,23 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
                         "init: backend \"%s\" is not available (this build "
                         "has: any, mesh, jaccl, jaccl-ring, ring, mpi)",
                         name);
+  const char *var, *value, *hint = any ? wanted_world(&var, &value) : NULL;
+  if (hint) /* asked for several ranks: a group of one would be wrong */
+    return dc_init_fail(DC_ERR_CONFIG,
+                        "init: %s=%s asks for more than one process, but "
+                        "there is no way to reach the others: %s (%s)",
+                        var, value, hint, why);
   if (strict)
     return dc_init_fail(DC_ERR_UNAVAILABLE, "%s", why);
   return singleton(out); /* nothing configured: a group of one, like MLX */
+}
+
+/* DISTCOMM_BACKEND names what "any" means (e.g. mpi under srun --mpi=pmix). */
+static const char *chosen(const char *backend) {
+  const char *env = dc_env_str(DC_ENV_BACKEND);
+  if (backend && strcmp(backend, "any") != 0)
+    return backend;
+  return env && *env ? env : "any";
 }
 
 dc_status dc_init(const char *backend, int strict, dc_group **group) {
@@ -64,7 +139,7 @@ dc_status dc_init(const char *backend, int strict, dc_group **group) {
   pthread_mutex_lock(&world_lock);
   dc_status st = DC_OK;
   if (!world) {
-    st = make_world(backend ? backend : "any", strict, &world);
+    st = make_world(chosen(backend), strict, &world);
     if (st == DC_OK)
       world->is_world = 1; /* dc_group_new gave it our one reference */
   } else {

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config/waiting.h"
 #include "transport/handshake.h"
 #include "transport/sock.h"
 
@@ -326,6 +327,19 @@ static dc_status timed_out(const acceptor *A, char *err, size_t errlen) {
   return DC_ERR_TIMEOUT;
 }
 
+/* Set-up has waited a while for a rank to connect: say which. */
+static void note_missing(const acceptor *A, const dc_waiting *w,
+                         double deadline) {
+  const dc_engine_plan *p = A->p;
+  int q = first_missing(A->t, p);
+  fprintf(stderr,
+          "[distcomm rank %d] set-up: waiting for rank %d (%s) to connect "
+          "(%d connection(s) to come), after %.0f s (the timeout ends it in "
+          "%.0f s)\n",
+          p->rank, q, dc_plan_addr(p, q, 0)->text, A->want, dc_waiting_for(w),
+          deadline - dc_now());
+}
+
 /* One round: poll listeners and handshakes, serve what is ready. While
  * every slot is taken (A->full), a waiting connection would wake the poll
  * at once, round after round: the listeners sit out, and are looked at
@@ -366,12 +380,15 @@ dc_status dc_engine_accept_all(dc_engine *t, const dc_engine_plan *p,
   for (int q = 0; q < p->size; q++)
     A.want += dc_plan_accepts(p, q) * dc_plan_lanes(p);
   dc_status st = DC_OK;
+  dc_waiting w = dc_waiting_start();
   while (A.want > 0 && st == DC_OK) {
     double left = deadline - dc_now();
     if (left <= 0)
       st = timed_out(&A, err, errlen);
     else
       round_once(&A, left);
+    if (A.want > 0 && st == DC_OK && dc_waiting_due(&w))
+      note_missing(&A, &w, deadline);
   }
   for (int i = 0; i < PENDING_MAX; i++)
     if (A.q[i].fd >= 0)

@@ -6,10 +6,12 @@
  * rank but the last accepts first (as MLX's ring does). This file dials;
  * accept.c answers. With a job token, each connection ends with the
  * two proofs of transport/auth.h. */
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "config/waiting.h"
 #include "transport/handshake.h"
 #include "transport/shm.h"
 #include "transport/sock.h"
@@ -115,6 +117,32 @@ static dc_status prove(int fd, const dc_engine_plan *p, const dc_auth *auth,
   return dc_sock_write_all(fd, msg, sizeof msg, deadline);
 }
 
+/* Set-up has waited a while for rank q: say what for. */
+static void note_wait(const dc_engine_plan *p, int q, const dc_addr *a,
+                      const dc_waiting *w, double deadline, const char *what) {
+  fprintf(stderr,
+          "[distcomm rank %d] set-up: waiting for rank %d (%s) %s, after "
+          "%.0f s (the timeout ends it in %.0f s)\n",
+          p->rank, q, a->text, what, dc_waiting_for(w), deadline - dc_now());
+}
+
+/* Until the peer's answer is readable (or the deadline), with a line now
+ * and then: a peer stopped after the rendezvous accepts (the kernel
+ * does) but never answers. */
+static void await_reply(int fd, const dc_engine_plan *p, int q,
+                        const dc_addr *a, double deadline) {
+  dc_waiting w = dc_waiting_start();
+  for (;;) {
+    double now = dc_now(), until = dc_waiting_until(&w, deadline);
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    if (now >= deadline || poll(&pf, 1, (int)((until - now) * 1000) + 1) > 0)
+      return;
+    if (dc_waiting_due(&w))
+      note_wait(p, q, a, &w, deadline,
+                "to answer our hello (is it stopped or stuck?)");
+  }
+}
+
 /* Hello, answer, proofs on a connected socket. With a token, a refusal
  * that does not prove it is not believed: *unproven gets its claimed
  * reason (else stays -1) and the caller dials again (connect_one). */
@@ -126,6 +154,8 @@ static dc_status handshake(int fd, const dc_engine_plan *p, const dc_auth *auth,
   dc_hello mine = dc_engine_hello(p, auth, DC_HELLO, lane);
   unsigned char said[DC_HELLO_BYTES], heard[DC_HELLO_BYTES];
   dc_status st = say(fd, &mine, said, deadline);
+  if (st == DC_OK)
+    await_reply(fd, p, q, a, deadline);
   if (st == DC_OK)
     st = hear(fd, reply, heard, deadline);
   if (st == DC_ERR_AUTH) {
@@ -174,8 +204,14 @@ static dc_status dial(dc_engine *t, const dc_engine_plan *p, int q, int lane,
   int local = dc_plan_local(p, q, lane) && dc_shm_enabled();
   if (local)
     dc_sock_unix_twin(a, &twin);
-  dc_status st = dc_sock_connect_via(local ? &twin : NULL, a, deadline, fd,
-                                     unix_sock, err, errlen);
+  dc_waiting w = dc_waiting_start();
+  dc_status st;
+  while ((st = dc_sock_connect_via(local ? &twin : NULL, a,
+                                   dc_waiting_until(&w, deadline), fd,
+                                   unix_sock, err, errlen)) == DC_ERR_TIMEOUT &&
+         dc_now() < deadline)
+    if (dc_waiting_due(&w))
+      note_wait(p, q, a, &w, deadline, "to listen (is it running?)");
   if (st != DC_OK) {
     int far = p->size > 2 && !dc_plan_neighbours_only(p) &&
               q != (p->rank + 1) % p->size &&

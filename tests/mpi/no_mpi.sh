@@ -6,7 +6,8 @@
 set -u
 probe=${1:?usage: no_mpi.sh PROBE}
 fails=0
-unset MLX_RANK MLX_HOSTFILE OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMIX_RANK SLURM_PROCID
+unset MLX_RANK MLX_HOSTFILE OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMIX_RANK SLURM_PROCID \
+  SLURM_NTASKS WORLD_SIZE MLX_WORLD_SIZE PET_NNODES DISTCOMM_BACKEND
 
 # expect NAME PATTERN ENV... -- ARGS: the probe's output must match PATTERN.
 expect() {
@@ -29,12 +30,18 @@ fake=(PMI_RANK=0 PMI_SIZE=2)
 expect "no MPI, strict" \
   '^ERR ERR_UNAVAILABLE: mpi: cannot use MLX_MPI_LIBNAME=libdoesnotexist\.so: libdoesnotexist\.so: cannot open shared object file' \
   "${fake[@]}" MLX_MPI_LIBNAME=libdoesnotexist.so -- --strict --backend mpi
-expect "no MPI, any falls through to a singleton" \
-  '^OK rank 0 size 1 backend singleton' \
+# A launcher announced 2 processes: a group of one would be wrong (issue
+# 36), so "any" fails naming the size and why MPI could not start.
+expect "no MPI, any fails naming PMI_SIZE and the library" \
+  '^ERR ERR_CONFIG: init: PMI_SIZE=2 asks for more than one process, .*MLX_MPI_LIBNAME=libdoesnotexist\.so' \
   "${fake[@]}" MLX_MPI_LIBNAME=libdoesnotexist.so -- --backend any
 expect "no MPI, strict any names the ring and MPI" \
-  '^ERR ERR_UNAVAILABLE: .*MLX_MPI_LIBNAME=libdoesnotexist\.so' \
+  '^ERR ERR_CONFIG: .*no coordinator.*MLX_MPI_LIBNAME=libdoesnotexist\.so' \
   "${fake[@]}" MLX_MPI_LIBNAME=libdoesnotexist.so -- --strict --backend any
+# The launcher said one process: the group of one is right.
+expect "no MPI, a world of one is a singleton" \
+  '^OK rank 0 size 1 backend singleton' \
+  PMI_RANK=0 PMI_SIZE=1 MLX_MPI_LIBNAME=libdoesnotexist.so -- --backend any
 # A library that exists but is not MPI.
 expect "wrong MLX_MPI_LIBNAME (libm)" \
   '^ERR ERR_UNAVAILABLE: mpi: cannot use MLX_MPI_LIBNAME=libm\.so\.6: libm\.so\.6: it has no MPI_Init_thread \(not an MPI library\?\)' \
