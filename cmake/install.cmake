@@ -74,6 +74,10 @@ elseif(TARGET distcomm_python)
       "where `cmake --install` puts the Python package distcomm (relative: under the prefix)")
 endif()
 if(TARGET distcomm_python)
+  # The module finds libdistcomm.so from where both are installed.
+  file(RELATIVE_PATH dc_py_to_lib ${CMAKE_INSTALL_PREFIX}/${DC_PYTHON_INSTALL_DIR}/distcomm
+       ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR})
+  set_target_properties(distcomm_python PROPERTIES INSTALL_RPATH "$ORIGIN/${dc_py_to_lib}")
   install(TARGETS distcomm_python LIBRARY DESTINATION ${DC_PYTHON_INSTALL_DIR}/distcomm)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/distcomm/ DESTINATION ${DC_PYTHON_INSTALL_DIR}/distcomm
           FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

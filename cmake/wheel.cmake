@@ -13,8 +13,8 @@ set(CMAKE_INSTALL_INCLUDEDIR distcomm/include)
 set(CMAKE_INSTALL_BINDIR ${SKBUILD_SCRIPTS_DIR})
 set(CMAKE_INSTALL_MANDIR ${SKBUILD_DATA_DIR}/share/man)
 # A library that links libdistcomm.so (a face beside it) finds it in its own
-# folder. The tools and the extension link the static library: they need
-# nothing from distcomm/lib.
+# folder; the extension (cmake/install.cmake) in distcomm/lib. The tools
+# link the static library: they need nothing from distcomm/lib.
 set(CMAKE_INSTALL_RPATH "$ORIGIN")
 # pkg-config: the prefix is site-packages, three folders above the .pc file.
 set(DC_PC_RELOCATABLE ON)
