@@ -1,9 +1,15 @@
-/* The survivors' agreement (agree.h): flooding rounds over suspect sets. */
+/* The survivors' agreement (agree.h): flooding rounds over suspect sets,
+ * and a driver of them over one socket per peer. */
 #include "core/agree.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+
+#include "base/clock.h"
 
 /* A message: "DCAG", kind, 3 zero bytes, round, size (little-endian
  * 32-bit), then the suspect set as little-endian 64-bit words. */
@@ -158,4 +164,106 @@ int dc_agree_members(const dc_agree *a, int *ranks, int *me_new) {
     ranks[n++] = r;
   }
   return n;
+}
+
+/* ---- the rounds over sockets ---------------------------------------- */
+
+/* Wait for fd to be ready for events until the deadline: 1 ready, 0 not. */
+static int wait_fd(int fd, short events, double deadline) {
+  for (;;) {
+    double left = deadline - dc_now();
+    struct pollfd p = {.fd = fd, .events = events};
+    int ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+    int r = poll(&p, 1, ms);
+    if (r > 0)
+      return 1;
+    if (r == 0 || errno != EINTR)
+      return 0;
+  }
+}
+
+/* All n bytes, by the deadline: 1 sent, 0 closed or failed or late. */
+static int put_all(int fd, const unsigned char *b, size_t n, double deadline) {
+  while (n > 0) {
+    ssize_t w = send(fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      b += w;
+      n -= (size_t)w;
+    } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+      return 0;
+    } else if (!wait_fd(fd, POLLOUT, deadline)) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* All n bytes: 1 read, 0 closed or failed, -1 silent past the deadline. */
+static int get_all(int fd, unsigned char *b, size_t n, double deadline) {
+  while (n > 0) {
+    ssize_t r = recv(fd, b, n, MSG_DONTWAIT);
+    if (r > 0) {
+      b += r;
+      n -= (size_t)r;
+    } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+      return 0;
+    } else if (!wait_fd(fd, POLLIN, deadline)) {
+      return -1;
+    }
+  }
+  return 1;
+}
+
+/* Send this round's message (or the decision) to every peer we talk to
+ * (the decision: to every peer whose socket is open). */
+static void send_round(dc_agree *a, const int *fds, unsigned char *m,
+                       double deadline) {
+  size_t len = dc_agree_msg_bytes(a->size);
+  int decided = a->decided;
+  dc_agree_encode(a, m);
+  for (int p = 0; p < a->size; p++)
+    if (fds[p] >= 0 && (decided || dc_agree_talks_to(a, p)) &&
+        !put_all(fds[p], m, len, deadline))
+      dc_agree_suspect(a, p);
+}
+
+/* Read one message from every peer we talk to, or suspect it. */
+static dc_status read_round(dc_agree *a, const int *fds, unsigned char *m,
+                            double deadline, char *why, size_t whylen) {
+  size_t len = dc_agree_msg_bytes(a->size);
+  for (int p = 0; p < a->size && !a->decided; p++) {
+    if (!dc_agree_talks_to(a, p))
+      continue;
+    if (fds[p] < 0 || get_all(fds[p], m, len, deadline) != 1) {
+      dc_agree_suspect(a, p);
+      continue;
+    }
+    dc_status st = dc_agree_receive(a, p, m, len, why, whylen);
+    if (st != DC_OK)
+      return st;
+  }
+  return DC_OK;
+}
+
+dc_status dc_agree_run(dc_agree *a, const int *fds, double timeout, int *rounds,
+                       char *why, size_t whylen) {
+  unsigned char *m = malloc(dc_agree_msg_bytes(a->size));
+  if (!m)
+    return DC_ERR_NOMEM;
+  dc_status st = DC_OK;
+  int n = 0;
+  while (st == DC_OK && !a->decided) {
+    double deadline = dc_now() + timeout;
+    send_round(a, fds, m, deadline);
+    st = read_round(a, fds, m, deadline, why, whylen);
+    if (st == DC_OK)
+      dc_agree_end_round(a);
+    n++;
+  }
+  if (st == DC_OK)
+    send_round(a, fds, m, dc_now() + timeout);
+  free(m);
+  if (rounds)
+    *rounds = n;
+  return st;
 }

@@ -1,7 +1,8 @@
 /* Agreement on the survivors of a group (issue 37, the heart of
  * dc_group_shrink): a flooding consensus over suspect sets, with the loss
  * of a connection (or a peer silent past the timeout) as the failure
- * detector. Pure: no sockets, no clock; whoever moves the bytes drives it.
+ * detector. The rounds are pure (no sockets, no clock), so that a test
+ * can drive them; dc_agree_run at the end drives them over sockets.
  *
  * Every rank alive runs rounds. In round r it sends dc_agree_encode() to
  * every rank it does not suspect, then reads one message from each of them
@@ -76,5 +77,15 @@ int dc_agree_end_round(dc_agree *a);
 /* The decided members in the old order: writes them to ranks (size
  * entries room) and returns how many; *me_new is this rank's new rank. */
 int dc_agree_members(const dc_agree *a, int *ranks, int *me_new);
+
+/* The rounds over one connected stream socket per peer (fds[peer], -1 for
+ * none and for me), ranks already known lost suspected beforehand. A
+ * peer whose socket closes or fails is suspected at once, one silent for
+ * timeout seconds in a round too; at the decision, it is sent to every
+ * peer whose socket is open. Returns DC_OK once decided (*rounds, when not
+ * NULL, says how many ran), or the first error with why naming the peer.
+ * The caller owns and closes fds. */
+dc_status dc_agree_run(dc_agree *a, const int *fds, double timeout, int *rounds,
+                       char *why, size_t whylen);
 
 #endif
