@@ -25,7 +25,8 @@ dc_status dc_agree_init(dc_agree *a, int size, int me) {
   a->words = (size + 63) / 64;
   a->sus = calloc((size_t)a->words, sizeof *a->sus);
   a->prev = calloc((size_t)a->words, sizeof *a->prev);
-  if (!a->sus || !a->prev) {
+  a->told = calloc((size_t)a->words, sizeof *a->told);
+  if (!a->sus || !a->prev || !a->told) {
     dc_agree_free(a);
     return DC_ERR_NOMEM;
   }
@@ -35,7 +36,8 @@ dc_status dc_agree_init(dc_agree *a, int size, int me) {
 void dc_agree_free(dc_agree *a) {
   free(a->sus);
   free(a->prev);
-  a->sus = a->prev = NULL;
+  free(a->told);
+  a->sus = a->prev = a->told = NULL;
 }
 
 static int has(const uint64_t *set, int r) {
@@ -134,6 +136,8 @@ dc_status dc_agree_receive(dc_agree *a, int peer, const unsigned char *msg,
     snprintf(why, whylen, "rank %d and the others left this rank out", peer);
     st = DC_ERR_ABORTED;
   }
+  if (st == DC_OK && msg[4] == AGREE_DECIDED)
+    a->told[peer / 64] |= (uint64_t)1 << (peer % 64);
   if (st == DC_OK && !a->decided) {
     int decided = msg[4] == AGREE_DECIDED;
     for (int w = 0; w < a->words; w++)
@@ -141,6 +145,29 @@ dc_status dc_agree_receive(dc_agree *a, int peer, const unsigned char *msg,
     a->decided = decided;
   }
   free(set);
+  return st;
+}
+
+int dc_agree_told(const dc_agree *a, int peer) {
+  return peer >= 0 && peer < a->size && has(a->told, peer);
+}
+
+dc_status dc_agree_decision(const dc_agree *a, int peer,
+                            const unsigned char *msg, size_t len, int *same,
+                            char *why, size_t whylen) {
+  *same = 0;
+  if (len != dc_agree_msg_bytes(a->size) || memcmp(msg, magic, 4) != 0)
+    return bad(why, whylen, peer, "not an agreement message");
+  if (msg[4] != AGREE_DECIDED)
+    return DC_OK;
+  uint64_t *set = calloc((size_t)a->words, sizeof *set);
+  if (!set)
+    return DC_ERR_NOMEM;
+  dc_status st = read_set(a, peer, msg, set, why, whylen);
+  if (st == DC_OK && memcmp(set, a->sus, (size_t)a->words * sizeof *set))
+    st = bad(why, whylen, peer, "it decided other members");
+  free(set);
+  *same = st == DC_OK;
   return st;
 }
 

@@ -43,6 +43,7 @@ typedef struct dc_agree {
   int words;      /* uint64_t words of a set */
   uint64_t *sus;  /* suspects known now (never me) */
   uint64_t *prev; /* suspects sent at the start of this round */
+  uint64_t *told; /* peers whose decided message was read */
 } dc_agree;
 
 /* A rank me of a group of size, suspecting nobody yet. DC_ERR_INVALID for a
@@ -77,6 +78,16 @@ int dc_agree_end_round(dc_agree *a);
 /* The decided members in the old order: writes them to ranks (size
  * entries room) and returns how many; *me_new is this rank's new rank. */
 int dc_agree_members(const dc_agree *a, int *ranks, int *me_new);
+
+/* After dc_agree_run, the stream from a member still holds its messages
+ * up to its decided one unless that was read (dc_agree_told): what comes
+ * next (dc_group_shrink's addresses) follows it. dc_agree_decision says of
+ * one message: 0 a round message (skip it), 1 the decision we hold, or
+ * DC_ERR_MISMATCH (why says what) for another decision or a bad one. */
+int dc_agree_told(const dc_agree *a, int peer);
+dc_status dc_agree_decision(const dc_agree *a, int peer,
+                            const unsigned char *msg, size_t len, int *same,
+                            char *why, size_t whylen);
 
 /* The rounds over one connected stream socket per peer (fds[peer], -1 for
  * none and for me), ranks already known lost suspected beforehand. A

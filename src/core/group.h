@@ -53,6 +53,10 @@ typedef struct dc_backend_ops {
   /* Best effort after a failure: tell peers (abort frame / shutdown) so
    * nobody waits on this rank. Must not block. May be NULL. */
   void (*poison)(dc_group *g);
+  /* dc_group_shrink on g, already poisoned (its detail stays the first
+   * failure's, so err takes the shrink's). NULL where the backend cannot:
+   * DC_ERR_NOT_SUPPORTED. */
+  dc_status (*shrink)(dc_group *g, dc_group **out, char *err, size_t errlen);
 } dc_backend_ops;
 
 struct dc_group {

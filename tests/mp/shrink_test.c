@@ -1,0 +1,144 @@
+/* shrink_test VICTIM MODE DIR: dc_group_shrink after a lost rank (issue
+ * 37). Every rank runs all_sums of (rank + 1); rank VICTIM kills itself
+ * with SIGKILL between two ops (MODE between) or in the middle of one
+ * (during, from a timer); with MODE none nobody dies and the shrink is of
+ * a healthy group. Each survivor waits for its op to fail, shrinks, and
+ * checks the new group's size, its rank (position among the survivors)
+ * and all_sums over it; it prints the time from the kill (written by the
+ * victim to DIR/kill) to its first all_sum in the new group. Run through
+ * distcomm-launch --keep-going (tests/mp/shrink.sh). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "mp_util.h"
+
+#define COUNT 65536 /* floats: large enough for the pipes' chunks */
+
+static int rank;
+static long pass, fails;
+
+static void check(int ok, const char *what, const char *detail) {
+  if (ok) {
+    pass++;
+    return;
+  }
+  fails++;
+  printf("rank %d: FAIL %s%s%s\n", rank, what, detail ? ": " : "",
+         detail ? detail : "");
+  fflush(stdout);
+}
+
+static void note_kill(const char *dir, double at) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/kill", dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f, "%.6f\n", at);
+    fclose(f);
+  }
+}
+
+static double read_kill(const char *dir) {
+  char path[512];
+  double at = 0;
+  snprintf(path, sizeof path, "%s/kill", dir);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    if (fscanf(f, "%lf", &at) != 1)
+      at = 0;
+    fclose(f);
+  }
+  return at;
+}
+
+static void die(int sig) {
+  (void)sig;
+  kill(getpid(), SIGKILL);
+}
+
+/* The victim in MODE during: killed by a timer 0.3 s into its all_sums. */
+static void arm(const char *dir) {
+  struct itimerval t = {.it_value = {.tv_sec = 0, .tv_usec = 300000}};
+  note_kill(dir, mp_wall() + 0.3);
+  signal(SIGALRM, die);
+  setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static int sum_ok(const float *v, double want) {
+  for (size_t i = 0; i < COUNT; i++)
+    if (v[i] != (float)want)
+      return 0;
+  return 1;
+}
+
+/* all_sums until one fails (the loss), or ops_max of them succeed. */
+static void until_loss(dc_group *g, int n, int victim, const char *mode,
+                       const char *dir, float *in, float *out) {
+  int ops_max = strcmp(mode, "none") == 0 ? 3 : 100000;
+  double until = mp_mono() + 60;
+  if (rank == victim && strcmp(mode, "during") == 0)
+    arm(dir);
+  for (int i = 0; i < ops_max && mp_mono() < until; i++) {
+    if (rank == victim && strcmp(mode, "between") == 0 && i == 3) {
+      note_kill(dir, mp_wall());
+      raise(SIGKILL);
+    }
+    if (dc_all_sum(g, in, out, COUNT, DC_FLOAT32) != DC_OK) {
+      printf("rank %d: op %d failed: %s\n", rank, i, dc_group_last_error(g));
+      return;
+    }
+    check(sum_ok(out, n * (n + 1) / 2.0), "all_sum before the loss", NULL);
+  }
+  check(strcmp(mode, "none") == 0, "the loss was never seen", NULL);
+}
+
+static void after(dc_group *s, int n, int victim, const char *dir, float *in,
+                  float *out) {
+  int lost = victim >= 0 && victim < n;
+  check(dc_group_size(s) == n - lost, "new size", NULL);
+  check(dc_group_rank(s) == rank - (lost && rank > victim), "new rank", NULL);
+  double want = n * (n + 1) / 2.0 - (lost ? victim + 1 : 0);
+  for (int i = 0; i < 5; i++) {
+    dc_status st = dc_all_sum(s, in, out, COUNT, DC_FLOAT32);
+    check(st == DC_OK, "all_sum after the shrink", dc_group_last_error(s));
+    check(st != DC_OK || sum_ok(out, want), "sum after the shrink", NULL);
+    double at = read_kill(dir);
+    if (i == 0 && st == DC_OK && lost && at > 0)
+      printf("rank %d: kill to first all_sum of the shrunk group: %.3f s\n",
+             rank, mp_wall() - at);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s VICTIM between|during|none DIR\n", argv[0]);
+    return 2;
+  }
+  int victim = atoi(argv[1]);
+  const char *mode = argv[2], *dir = argv[3];
+  dc_group *g = mp_init_or_die("shrink_test");
+  rank = dc_group_rank(g);
+  int n = dc_group_size(g);
+  float *in = mp_alloc(COUNT * sizeof *in),
+        *out = mp_alloc(COUNT * sizeof *out);
+  for (size_t i = 0; i < COUNT; i++)
+    in[i] = (float)(rank + 1);
+  until_loss(g, n, victim, mode, dir, in, out);
+  dc_group *s = NULL;
+  dc_status st = dc_group_shrink(g, &s);
+  check(st == DC_OK, "shrink", dc_last_error());
+  if (st == DC_OK)
+    after(s, n, strcmp(mode, "none") == 0 ? -1 : victim, dir, in, out);
+  check(dc_all_sum(g, in, out, COUNT, DC_FLOAT32) != DC_OK,
+        "the old group is poisoned after the shrink", NULL);
+  dc_group_free(s);
+  dc_group_free(g);
+  free(in);
+  free(out);
+  printf("rank %d: shrink: %ld passed, %ld failed\n", rank, pass, fails);
+  return fails != 0;
+}
