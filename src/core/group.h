@@ -128,6 +128,9 @@ dc_status dc_fail_as(dc_group *g, const char *op, dc_status st, const char *fmt,
  * splits at one call (the children's ids come from the number and color). */
 dc_status dc_split_within(dc_group *g, int color, int key, dc_group **out);
 
+/* A backend's shrink, once it knows it can: poison g unless it is. */
+void dc_shrink_poison(dc_group *g);
+
 /* Record an init failure for dc_last_error(); returns st. */
 dc_status dc_init_fail(dc_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -2,7 +2,8 @@
 # shrink.sh LAUNCHER PROG N VICTIM MODE shm|tcp: dc_group_shrink after a
 # lost rank (issue 37). N ranks through distcomm-launch --keep-going; rank
 # VICTIM kills itself (MODE between: between two all_sums; during: in the
-# middle of one; none: nobody dies and the group shrinks healthy). The
+# middle of one; none: nobody dies and the group shrinks healthy;
+# refused: the calls refused with a clear error, VICTIM -1). The
 # survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
 # when the launcher ends with status 0, names the killed rank, and every
 # survivor reports 0 failed; prints the kill-to-first-all_sum times.
@@ -11,7 +12,7 @@ launcher=$1 prog=$2 n=$3 victim=$4 mode=$5 transport=$6
 . "$(dirname "$0")/mp_lib.sh"
 if [ "$transport" = tcp ]; then export DISTCOMM_SHM=0; fi
 want=$((n - 1))
-if [ "$mode" = none ]; then want=$n; fi
+case $mode in none | refused) want=$n ;; esac
 
 t0=$(now_ms)
 DISTCOMM_TIMEOUT=20 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
@@ -27,7 +28,7 @@ elif [ "$good" -ne "$want" ]; then
 else
   ok "$want survivors shrank and passed in $dt ms"
 fi
-if [ "$mode" != none ] &&
+if [ "$victim" -ge 0 ] &&
   ! grep -Eq "rank $victim \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$mp_tmp/out"; then
   fail "no launcher line names rank $victim killed by signal 9"
 fi

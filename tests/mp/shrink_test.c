@@ -2,11 +2,12 @@
  * 37). Every rank runs all_sums of (rank + 1); rank VICTIM kills itself
  * with SIGKILL between two ops (MODE between) or in the middle of one
  * (during, from a timer); with MODE none nobody dies and the shrink is of
- * a healthy group. Each survivor waits for its op to fail, shrinks, and
- * checks the new group's size, its rank (position among the survivors)
- * and all_sums over it; it prints the time from the kill (written by the
- * victim to DIR/kill) to its first all_sum in the new group. Run through
- * distcomm-launch --keep-going (tests/mp/shrink.sh). */
+ * a healthy group; with MODE refused, the calls that must be refused with
+ * a clear error (NULL arguments, a split group, the singleton). Each survivor
+ * waits for its op to fail, shrinks, and checks the new group's size, its rank
+ * (position among the survivors) and all_sums over it; it prints the time from
+ * the kill (written by the victim to DIR/kill) to its first all_sum in the new
+ * group. Run through distcomm-launch --keep-going (tests/mp/shrink.sh). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,9 +114,38 @@ static void after(dc_group *s, int n, int victim, const char *dir, float *in,
   }
 }
 
+static int has(const char *s, const char *part) {
+  return s && strstr(s, part) != NULL;
+}
+
+/* Refused with the reason; the group refused is not poisoned. */
+static void refused(dc_group *g, float *in, float *out) {
+  dc_group *s = g;
+  check(dc_group_shrink(NULL, &s) == DC_ERR_INVALID && !s &&
+            has(dc_last_error(), "shrink: group is NULL"),
+        "NULL group", dc_last_error());
+  check(dc_group_shrink(g, NULL) == DC_ERR_INVALID &&
+            has(dc_last_error(), "shrink: survivors is NULL"),
+        "NULL survivors", dc_last_error());
+  dc_group *sub = g;
+  const char *why = dc_group_size(g) == 1
+                        ? "not supported on the singleton backend"
+                        : "not supported on a split group";
+  if (dc_group_size(g) > 1)
+    check(dc_group_split(g, 0, -1, &sub) == DC_OK, "split", NULL);
+  check(dc_group_shrink(sub, &s) == DC_ERR_NOT_SUPPORTED && !s &&
+            has(dc_last_error(), why),
+        "shrink refused with the reason", dc_last_error());
+  check(dc_all_sum(sub, in, out, COUNT, DC_FLOAT32) == DC_OK,
+        "the refused group still works", dc_group_last_error(sub));
+  if (sub != g)
+    dc_group_free(sub);
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s VICTIM between|during|none DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s VICTIM between|during|none|refused DIR\n",
+            argv[0]);
     return 2;
   }
   int victim = atoi(argv[1]);
@@ -127,6 +157,12 @@ int main(int argc, char **argv) {
         *out = mp_alloc(COUNT * sizeof *out);
   for (size_t i = 0; i < COUNT; i++)
     in[i] = (float)(rank + 1);
+  if (strcmp(mode, "refused") == 0) {
+    refused(g, in, out);
+    printf("rank %d: shrink: %ld passed, %ld failed\n", rank, pass, fails);
+    dc_group_free(g);
+    return fails != 0;
+  }
   until_loss(g, n, victim, mode, dir, in, out);
   dc_group *s = NULL;
   dc_status st = dc_group_shrink(g, &s);

@@ -426,6 +426,7 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   ring_impl *R = g->impl;
   if (!R->world || R->neighbours || R->per_peer)
     return refuse(g, err, errlen);
+  dc_shrink_poison(g);
   meet M = {.g = g, .R = R, .deadline = dc_now() + g->timeout_s};
   dc_status st = dc_auth_from_env(&M.auth, err, errlen);
   if (st != DC_OK)
