@@ -174,12 +174,68 @@ static void stopped_rank_is_left_out_after_timeout(void **state) {
   finish(r, N);
 }
 
+/* What a member reads next from peer p (dc_group_shrink's addresses)
+ * follows p's decided message: skip to it unless the rounds read it. */
+static void read_past_decision(rank_ctx *c, int p, char next[4]) {
+  size_t len = dc_agree_msg_bytes(c->n);
+  unsigned char m[64];
+  int same = dc_agree_told(&c->a, p);
+  char why[160];
+  while (!same) {
+    assert_int_equal(read(c->fds[p], m, len), (ssize_t)len);
+    assert_int_equal(
+        dc_agree_decision(&c->a, p, m, len, &same, why, sizeof why), DC_OK);
+  }
+  assert_int_equal(read(c->fds[p], next, 4), 4);
+}
+
+/* Rank 1 killed halfway: after deciding, every survivor sends "NEXT" to
+ * every other, and each reads it right after the agreement's messages. */
+static void next_bytes_follow_the_decision(void **state) {
+  (void)state;
+  rank_ctx r[N];
+  wire(r, N, 5.0);
+  kill_rank(r, 1);
+  r[1].skip = 1;
+  run_all(r, N);
+  double took;
+  assert_int_equal(agreed(r, N, 1, &took), N - 1);
+  for (int i = 0; i < N; i++)
+    for (int p = 0; i != 1 && p < N; p++)
+      if (p != i && p != 1)
+        assert_int_equal(write(r[i].fds[p], "NEXT", 4), 4);
+  for (int i = 0; i < N; i++)
+    for (int p = 0; i != 1 && p < N; p++) {
+      char next[4];
+      if (p == i || p == 1)
+        continue;
+      read_past_decision(&r[i], p, next);
+      assert_memory_equal(next, "NEXT", 4);
+    }
+  /* a decided message naming other members is refused */
+  unsigned char m[64];
+  char why[160];
+  int same = 1;
+  dc_agree other;
+  assert_int_equal(dc_agree_init(&other, N, 3), DC_OK);
+  other.decided = 1;
+  dc_agree_encode(&other, m);
+  assert_int_equal(dc_agree_decision(&r[0].a, 3, m, dc_agree_msg_bytes(N),
+                                     &same, why, sizeof why),
+                   DC_ERR_MISMATCH);
+  assert_int_equal(same, 0);
+  assert_non_null(strstr(why, "rank 3"));
+  dc_agree_free(&other);
+  finish(r, N);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(healthy_group_keeps_everyone),
       cmocka_unit_test(killed_rank_is_left_out_fast),
       cmocka_unit_test(killed_during_a_round),
       cmocka_unit_test(stopped_rank_is_left_out_after_timeout),
+      cmocka_unit_test(next_bytes_follow_the_decision),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
