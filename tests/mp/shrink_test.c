@@ -161,6 +161,8 @@ int main(int argc, char **argv) {
     refused(g, in, out);
     printf("rank %d: shrink: %ld passed, %ld failed\n", rank, pass, fails);
     dc_group_free(g);
+    free(in);
+    free(out);
     return fails != 0;
   }
   until_loss(g, n, victim, mode, dir, in, out);
