@@ -3,7 +3,8 @@
 # lost rank (issue 37). N ranks through distcomm-launch --keep-going; rank
 # VICTIM kills itself (MODE between: between two all_sums; during: in the
 # middle of one; none: nobody dies and the group shrinks healthy;
-# refused: the calls refused with a clear error, VICTIM -1). The
+# refused: the calls refused with a clear error, VICTIM -1; stop: the
+# victim stops itself, silent but alive). The
 # survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
 # when the launcher ends with status 0, names the killed rank, and every
 # survivor reports 0 failed; prints the kill-to-first-all_sum times.
@@ -15,8 +16,22 @@ want=$((n - 1))
 case $mode in none | refused) want=$n ;; esac
 
 t0=$(now_ms)
-DISTCOMM_TIMEOUT=20 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
-  "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1
+if [ "$mode" = stop ]; then
+  # The victim stops itself: found by the timeouts (2 s each); once the
+  # survivors are done it is killed, so that the launcher ends.
+  DISTCOMM_TIMEOUT=2 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
+    "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do
+    [ "$(grep -Ec 'shrink: [0-9]+ passed, [0-9]+ failed$' "$mp_tmp/out")" -ge "$want" ] && break
+    sleep 0.1
+  done
+  [ -s "$mp_tmp/victim_pid" ] && kill -9 "$(cat "$mp_tmp/victim_pid")"
+  wait "$job"
+else
+  DISTCOMM_TIMEOUT=20 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
+    "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1
+fi
 rc=$?
 dt=$(($(now_ms) - t0))
 cat "$mp_tmp/out"

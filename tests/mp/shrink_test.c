@@ -1,7 +1,8 @@
 /* shrink_test VICTIM MODE DIR: dc_group_shrink after a lost rank (issue
  * 37). Every rank runs all_sums of (rank + 1); rank VICTIM kills itself
  * with SIGKILL between two ops (MODE between) or in the middle of one
- * (during, from a timer); with MODE none nobody dies and the shrink is of
+ * (during, from a timer) or stops itself (stop: silent, alive; found by
+ * the timeouts); with MODE none nobody dies and the shrink is of
  * a healthy group; with MODE refused, the calls that must be refused with
  * a clear error (NULL arguments, a split group, the singleton). Each survivor
  * waits for its op to fail, shrinks, and checks the new group's size, its rank
@@ -88,6 +89,18 @@ static void until_loss(dc_group *g, int n, int victim, const char *mode,
       note_kill(dir, mp_wall());
       raise(SIGKILL);
     }
+    if (rank == victim && strcmp(mode, "stop") == 0 && i == 3) {
+      char path[512];
+      snprintf(path, sizeof path, "%s/victim_pid", dir);
+      FILE *f = fopen(path, "w");
+      if (f) {
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+      }
+      note_kill(dir, mp_wall()); /* silent from now: found by timeouts */
+      raise(SIGSTOP);
+      return; /* woken (SIGCONT): the others left it out */
+    }
     if (dc_all_sum(g, in, out, COUNT, DC_FLOAT32) != DC_OK) {
       printf("rank %d: op %d failed: %s\n", rank, i, dc_group_last_error(g));
       return;
@@ -144,7 +157,7 @@ static void refused(dc_group *g, float *in, float *out) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s VICTIM between|during|none|refused DIR\n",
+    fprintf(stderr, "usage: %s VICTIM between|during|stop|none|refused DIR\n",
             argv[0]);
     return 2;
   }

@@ -443,6 +443,7 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
     st = meet_all(&M);
   if (st == DC_OK)
     st = agree(&M, &a, err, errlen);
+  M.deadline = dc_now() + g->timeout_s; /* the meeting may have used it up */
   if (st == DC_OK)
     st = regroup(&M, &a, out, err, errlen);
   if (st == DC_ERR_NOMEM && !err[0])
