@@ -108,13 +108,20 @@ static int dial_once(const dc_addr *a, double deadline, int *fd) {
   return 1;
 }
 
-/* Dial every higher rank and say hello; its reply comes in the loop. */
-static void dial_higher(meet *M) {
+/* Dial every higher rank not dialed yet and say hello; its reply comes in
+ * the loop. A rank whose host does not answer within `each` seconds is
+ * dialed again on the next turn: one lost host must not hold up the
+ * others (who would then wait for our replies). */
+static void dial_higher(meet *M, double each) {
   unsigned char b[HELLO_BYTES];
   for (int p = M->g->rank + 1; p < M->g->size; p++) {
     int fd;
-    if (dial_once(&M->R->world[p], M->deadline, &fd) != 1) {
-      M->dead[p] = 1;
+    if (M->wait[p] >= 0 || M->fds[p] >= 0 || M->dead[p])
+      continue;
+    double by = dc_now() + each < M->deadline ? dc_now() + each : M->deadline;
+    int r = dial_once(&M->R->world[p], by, &fd);
+    if (r <= 0) {
+      M->dead[p] = r == 0;
       continue;
     }
     hello(M, M->g->rank, p, b);
@@ -212,11 +219,12 @@ static dc_status meet_all(meet *M) {
   struct pollfd *pf = calloc((size_t)(M->R->nkept + M->g->size), sizeof *pf);
   if (!pf)
     return DC_ERR_NOMEM;
-  dial_higher(M);
+  dial_higher(M, 1.0);
   double probe = 0;
   while (!met_all(M) && dc_now() < M->deadline) {
     if (dc_now() >= probe) {
       probe_lower(M);
+      dial_higher(M, 0.05);
       probe = dc_now() + 0.1;
     }
     step(M, pf);
