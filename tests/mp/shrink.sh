@@ -4,7 +4,8 @@
 # VICTIM kills itself (MODE between: between two all_sums; during: in the
 # middle of one; none: nobody dies and the group shrinks healthy;
 # refused: the calls refused with a clear error, VICTIM -1; stop: the
-# victim stops itself, silent but alive). The
+# victim stops itself, silent but alive; before: it dies after three
+# good ops, as the others shrink the healthy group). The
 # survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
 # when the launcher ends with status 0, names the killed rank, and every
 # survivor reports 0 failed; prints the kill-to-first-all_sum times.

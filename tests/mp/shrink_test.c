@@ -2,13 +2,15 @@
  * 37). Every rank runs all_sums of (rank + 1); rank VICTIM kills itself
  * with SIGKILL between two ops (MODE between) or in the middle of one
  * (during, from a timer) or stops itself (stop: silent, alive; found by
- * the timeouts); with MODE none nobody dies and the shrink is of
- * a healthy group; with MODE refused, the calls that must be refused with
- * a clear error (NULL arguments, a split group, the singleton). Each survivor
- * waits for its op to fail, shrinks, and checks the new group's size, its rank
- * (position among the survivors) and all_sums over it; it prints the time from
- * the kill (written by the victim to DIR/kill) to its first all_sum in the new
- * group. Run through distcomm-launch --keep-going (tests/mp/shrink.sh). */
+ * the timeouts) or dies after three good ops, as the others call
+ * dc_group_shrink on the healthy group (before); with MODE none nobody dies and
+ * the shrink is of a healthy group; with MODE refused, the calls that must be
+ * refused with a clear error (NULL arguments, a split group, the singleton).
+ * Each survivor waits for its op to fail, shrinks, and checks the new group's
+ * size, its rank (position among the survivors) and all_sums over it; it prints
+ * the time from the kill (written by the victim to DIR/kill) to its first
+ * all_sum in the new group. Run through distcomm-launch --keep-going
+ * (tests/mp/shrink.sh). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +82,8 @@ static int sum_ok(const float *v, double want) {
 /* all_sums until one fails (the loss), or ops_max of them succeed. */
 static void until_loss(dc_group *g, int n, int victim, const char *mode,
                        const char *dir, float *in, float *out) {
-  int ops_max = strcmp(mode, "none") == 0 ? 3 : 100000;
+  int healthy = strcmp(mode, "none") == 0 || strcmp(mode, "before") == 0;
+  int ops_max = healthy ? 3 : 100000;
   double until = mp_mono() + 60;
   if (rank == victim && strcmp(mode, "during") == 0)
     arm(dir);
@@ -107,7 +110,11 @@ static void until_loss(dc_group *g, int n, int victim, const char *mode,
     }
     check(sum_ok(out, n * (n + 1) / 2.0), "all_sum before the loss", NULL);
   }
-  check(strcmp(mode, "none") == 0, "the loss was never seen", NULL);
+  check(healthy, "the loss was never seen", NULL);
+  if (rank == victim && strcmp(mode, "before") == 0) {
+    note_kill(dir, mp_wall()); /* the others shrink a healthy group */
+    raise(SIGKILL);
+  }
 }
 
 static void after(dc_group *s, int n, int victim, const char *dir, float *in,
@@ -157,7 +164,8 @@ static void refused(dc_group *g, float *in, float *out) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s VICTIM between|during|stop|none|refused DIR\n",
+    fprintf(stderr,
+            "usage: %s VICTIM between|during|stop|before|none|refused DIR\n",
             argv[0]);
     return 2;
   }
