@@ -11,6 +11,7 @@
  * the time from the kill (written by the victim to DIR/kill) to its first
  * all_sum in the new group. Run through distcomm-launch --keep-going
  * (tests/mp/shrink.sh). */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,19 @@ static void refused(dc_group *g, float *in, float *out) {
     dc_group_free(sub);
 }
 
+/* Open file descriptors: the groups' sockets, kept listeners included,
+ * must all be closed once both groups are freed. */
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  if (!d)
+    return -1;
+  while (readdir(d))
+    n++;
+  closedir(d);
+  return n;
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr,
@@ -171,6 +185,7 @@ int main(int argc, char **argv) {
   }
   int victim = atoi(argv[1]);
   const char *mode = argv[2], *dir = argv[3];
+  int fds0 = open_fds();
   dc_group *g = mp_init_or_die("shrink_test");
   rank = dc_group_rank(g);
   int n = dc_group_size(g);
@@ -196,6 +211,8 @@ int main(int argc, char **argv) {
         "the old group is poisoned after the shrink", NULL);
   dc_group_free(s);
   dc_group_free(g);
+  check(open_fds() == fds0, "every socket closed after both groups are freed",
+        NULL);
   free(in);
   free(out);
   printf("rank %d: shrink: %ld passed, %ld failed\n", rank, pass, fails);
