@@ -220,12 +220,13 @@ static dc_status meet_all(meet *M) {
   if (!pf)
     return DC_ERR_NOMEM;
   dial_higher(M, 1.0);
-  double probe = 0;
+  double probe = 0, gap = 0.1;
   while (!met_all(M) && dc_now() < M->deadline) {
-    if (dc_now() >= probe) {
+    if (dc_now() >= probe) { /* backing off to 1 s: a slow peer's queue */
       probe_lower(M);
       dial_higher(M, 0.05);
-      probe = dc_now() + 0.1;
+      probe = dc_now() + gap;
+      gap = gap < 0.5 ? gap * 2 : 1.0;
     }
     step(M, pf);
   }
