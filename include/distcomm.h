@@ -209,6 +209,23 @@ DC_API dc_status dc_group_set_interrupt(dc_group *group, dc_interrupt_fn fn,
 DC_API dc_status dc_group_split(dc_group *group, int color, int key,
                                 dc_group **out);
 
+/* Survive a lost rank (docs/reliability.md): every rank still alive calls
+ * it on the group it shared with the lost one, poisoned by the loss or
+ * healthy (a healthy group is poisoned first, so that peers blocked in it
+ * wake). The survivors agree on who is left, bounded by the group's
+ * timeout, also when another rank is lost meanwhile, and *survivors is a
+ * new group of them in the old order: new rank = position among the
+ * survivors. The caller owns both groups and frees both with
+ * dc_group_free(); the old one stays poisoned. On failure *survivors is
+ * NULL and the detail is in dc_last_error() (the old group keeps its first
+ * failure's): DC_ERR_ABORTED when the others left this rank out (it was
+ * silent past the timeout), DC_ERR_PEER_LOST or DC_ERR_TIMEOUT when a
+ * survivor was lost during the shrink (shrink again), DC_ERR_NOT_SUPPORTED
+ * for the MPI and singleton backends, the mesh (jaccl), ring neighbours
+ * only, and split groups. The world ring group and the groups it shrinks
+ * to can shrink. */
+DC_API dc_status dc_group_shrink(dc_group *group, dc_group **survivors);
+
 /* Drop a reference; the last one closes the group's connections and frees
  * it. NULL is a no-op. Never blocks for longer than the group's timeout. */
 DC_API void dc_group_free(dc_group *group);

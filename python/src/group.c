@@ -97,6 +97,19 @@ static PyObject *group_split(pydc_group *self, PyObject *args, PyObject *kw) {
   return pydc_group_wrap(sub);
 }
 
+static PyObject *group_shrink(pydc_group *self, PyObject *unused) {
+  (void)unused;
+  if (pydc_enter(self) < 0)
+    return NULL;
+  dc_group *s = NULL;
+  dc_status st;
+  Py_BEGIN_ALLOW_THREADS st = dc_group_shrink(self->g, &s);
+  Py_END_ALLOW_THREADS pydc_leave(self);
+  if (st != DC_OK) /* the detail: dc_last_error (the group keeps its own) */
+    return pydc_raise(st, dc_last_error());
+  return pydc_group_wrap(s);
+}
+
 static PyObject *group_set_timeout(pydc_group *self, PyObject *arg) {
   double s = PyFloat_AsDouble(arg);
   if (s == -1.0 && PyErr_Occurred())
@@ -140,6 +153,11 @@ static PyMethodDef group_methods[] = {
      "split(color, key=-1) -> Group or None\n\nRanks with the same color form "
      "a new group ordered by key (key < 0 keeps this group's order). Every "
      "rank must call it. color < 0 takes no part and returns None."},
+    {"shrink", (PyCFunction)group_shrink, METH_NOARGS,
+     "shrink() -> Group\n\nThe ranks still alive after a lost one: every "
+     "survivor calls it on the group it shared with the lost rank; the new "
+     "group keeps the old order. This group stays failed "
+     "(docs/reliability.md)."},
     {"collectives", (PyCFunction)group_collectives, METH_NOARGS,
      "Collectives issued on this group so far (send/recv not counted)."},
     {"set_timeout", (PyCFunction)group_set_timeout, METH_O,

@@ -60,9 +60,11 @@ static dc_status build(const dc_coord *c, double timeout, dc_group **out,
                         .group = 1,
                         .neighbours = ring_neighbours_env()};
     st = ring_build(&p, mine, timeout, out, err, errlen);
+    if (st == DC_OK) /* the first listener stays open for dc_group_shrink */
+      ring_keep_listeners(*out, fds, 1, all.addrs, n);
     dc_hostfile_free(&all);
   }
-  close_all(fds, n);
+  close_all(fds + (st == DC_OK), n - (st == DC_OK));
   close_all(twins, n);
   return st;
 }

@@ -65,7 +65,11 @@ static dc_status start(const dc_hostfile *hf, int rank, dc_group **out,
                         .neighbours = ring_neighbours_env()};
     st = ring_build(&p, &hf->addrs[rank * hf->naddrs], dc_default_timeout(),
                     out, err, errlen);
-    for (int l = 0; hf->nranks > 1 && l < 2 * hf->naddrs; l++)
+    /* the first listener stays open for dc_group_shrink */
+    int kept = st == DC_OK && hf->nranks > 1;
+    if (kept)
+      ring_keep_listeners(*out, fds, 1, hf->addrs, hf->naddrs);
+    for (int l = kept; hf->nranks > 1 && l < 2 * hf->naddrs; l++)
       close(fds[l]);
   }
   free(fds);

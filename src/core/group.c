@@ -316,3 +316,41 @@ dc_status dc_reduce_to(dc_group *g, const void *send, void *recv, size_t count,
   }
   return g->ops->reduce_to(g, send, recv, count, dtype, op, root);
 }
+
+/* Before a shrink, the old group is poisoned (if it is not yet), so that
+ * peers blocked in it wake; the backend calls it once it can shrink. */
+void dc_shrink_poison(dc_group *g) {
+  if (g->failed != DC_OK)
+    return;
+  g->op_name = "shrink";
+  dc_fail(g, DC_ERR_ABORTED, "the group was shrunk (dc_group_shrink)");
+  g->failed = DC_ERR_ABORTED; /* ABORTED alone does not poison */
+  if (g->ops->poison)
+    g->ops->poison(g);
+  g->op_name = NULL;
+}
+
+/* The backend's detail goes to dc_last_error (the old group keeps its
+ * first failure's). */
+dc_status dc_group_shrink(dc_group *g, dc_group **out) {
+  if (!out)
+    return dc_init_fail(DC_ERR_INVALID, "shrink: survivors is NULL");
+  *out = NULL;
+  if (!g)
+    return dc_init_fail(DC_ERR_INVALID, "shrink: group is NULL");
+  if (!g->ops->shrink)
+    return dc_init_fail(DC_ERR_NOT_SUPPORTED,
+                        "shrink: not supported on the %s backend: it cannot "
+                        "go on without a lost rank",
+                        g->ops->name);
+  dc_inflight_drain(g);
+  char err[512] = "";
+  dc_status st = g->ops->shrink(g, out, err, sizeof err);
+  if (st != DC_OK)
+    return dc_init_fail(st, "shrink: rank %d of %d: %s", g->rank, g->size, err);
+  (*out)->timeout_s = g->timeout_s;
+  (*out)->verbose = g->verbose;
+  dc_log(*out, "shrunk from %d to %d ranks: rank %d is now %d", g->size,
+         (*out)->size, g->rank, (*out)->rank);
+  return DC_OK;
+}

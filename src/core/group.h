@@ -53,6 +53,10 @@ typedef struct dc_backend_ops {
   /* Best effort after a failure: tell peers (abort frame / shutdown) so
    * nobody waits on this rank. Must not block. May be NULL. */
   void (*poison)(dc_group *g);
+  /* dc_group_shrink on g, already poisoned (its detail stays the first
+   * failure's, so err takes the shrink's). NULL where the backend cannot:
+   * DC_ERR_NOT_SUPPORTED. */
+  dc_status (*shrink)(dc_group *g, dc_group **out, char *err, size_t errlen);
 } dc_backend_ops;
 
 struct dc_group {
@@ -123,6 +127,9 @@ dc_status dc_fail_as(dc_group *g, const char *op, dc_status st, const char *fmt,
  * every rank of g at the same call. Colors must differ between two such
  * splits at one call (the children's ids come from the number and color). */
 dc_status dc_split_within(dc_group *g, int color, int key, dc_group **out);
+
+/* A backend's shrink, once it knows it can: poison g unless it is. */
+void dc_shrink_poison(dc_group *g);
 
 /* Record an init failure for dc_last_error(); returns st. */
 dc_status dc_init_fail(dc_status st, const char *fmt, ...)

@@ -124,6 +124,17 @@ static void test_mpi_error(dc_group *world) {
   dc_group_free(two);
 }
 
+/* dc_group_shrink is refused with the reason, and the world goes on. */
+static void test_no_shrink(dc_group *world) {
+  dc_group *s = (dc_group *)world;
+  dc_status st = dc_group_shrink(world, &s);
+  const char *err = dc_last_error();
+  check(st == DC_ERR_NOT_SUPPORTED && !s &&
+            strstr(err, "shrink: not supported on the mpi backend"),
+        "shrink on mpi returned %s: \"%s\"", dc_status_name(st), err);
+  world_sum(world, "after the refused shrink");
+}
+
 int main(void) {
   dc_group *world = NULL;
   dc_status st = dc_init("mpi", 1, &world);
@@ -138,6 +149,7 @@ int main(void) {
         dc_group_backend(world));
   test_splits(world);
   test_mpi_error(world);
+  test_no_shrink(world);
   check(dc_barrier(world) == DC_OK, "world barrier at the end");
   printf("rank %d/%d: %ld checks passed, %ld failed\n", me, n, pass, fail);
   dc_group_free(world);

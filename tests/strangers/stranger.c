@@ -23,6 +23,9 @@
  *                  (or JOB and SIZE: a stranger who knows the job id, e.g.
  *                  from the hostfile's hash); it must be refused too
  *     closed       expect the port closed (connection refused at once)
+ *     unanswered   expect a running rank's kept port (for dc_group_shrink)
+ *                  to take the connection and a hello-sized garbage but
+ *                  answer nothing for 1 s: only a shrink reads it
  *   JOB is DISTCOMM_JOB_ID (hex), SIZE the world size.
  *
  * Prints "stranger MODE from IP:LPORT" once connected (so a script can find
@@ -273,6 +276,19 @@ static int impostor(const addr *a, int fd, uint64_t job, uint32_t size) {
   return rc;
 }
 
+/* Nothing comes back for 1 s, neither bytes nor a close. */
+static int unanswered(int fd, const char *where) {
+  char junk[64];
+  memset(junk, 'x', sizeof junk);
+  send_all(fd, junk, sizeof junk);
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  int r = poll(&p, 1, 1000);
+  printf("stranger unanswered %s: %s\n", where,
+         r == 0 ? "unanswered for 1 s" : "the rank answered or closed");
+  close(fd);
+  return r == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   addr a;
   if (argc < 3 || parse_addr(argv[2], &a) != 0) {
@@ -292,6 +308,8 @@ int main(int argc, char **argv) {
       close(fd);
     return fd == -2 ? 0 : 1;
   }
+  if (fd >= 0 && strcmp(mode, "unanswered") == 0)
+    return unanswered(fd, argv[2]);
   if (fd < 0) {
     printf("stranger %s: could not connect to %s\n", mode, argv[2]);
     return 2;

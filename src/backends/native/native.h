@@ -32,7 +32,21 @@ typedef struct ring_impl {
                              until the first all_reduce */
   struct dc_tune *tune;   /* single copy or pipes (algo/tune.h), when every
                              rank is on this host; set on every dc_comm */
+  /* Kept for dc_group_shrink (shrink.c): this rank's listeners, open for
+   * the group's life, and every rank's first address (size entries); NULL
+   * where the group cannot shrink (split, the mesh backend). */
+  int *kept_fds, nkept;
+  dc_addr *world;
 } ring_impl;
+
+/* Hand the listeners fds[0..n) to g for dc_group_shrink with every rank's
+ * addresses (naddrs per rank; the first is dialed); on no memory they are
+ * closed and g cannot shrink. */
+void ring_keep_listeners(dc_group *g, int *fds, int n, const dc_addr *addrs,
+                         int naddrs);
+
+/* dc_group_shrink on the native backend (shrink.c). */
+dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen);
 
 /* DISTCOMM_RING_NEIGHBOURS=1: connect ring neighbours only. */
 int ring_neighbours_env(void);

@@ -227,6 +227,10 @@ static void ring_destroy(dc_group *g) {
   dc_engine_free(R->tcp);
   free(R->tune);
   free(R->self);
+  for (int i = 0; i < R->nkept; i++)
+    close(R->kept_fds[i]);
+  free(R->kept_fds);
+  free(R->world);
   free(R);
 }
 
@@ -251,7 +255,7 @@ dc_status ring_split(dc_group *g, const int *ranks, int n, int me, uint64_t id,
     .barrier = ring_barrier, .all_to_allv = ring_all_to_allv,                  \
     .all_to_all = ring_all_to_all, .gather = ring_gather,                      \
     .scatter = ring_scatter, .reduce_to = ring_reduce_to, .split = ring_split, \
-    .destroy = ring_destroy, .poison = ring_poison,                            \
+    .destroy = ring_destroy, .poison = ring_poison, .shrink = ring_shrink,     \
   }
 
 const dc_backend_ops dc_ring_ops = RING_OPS("ring");

@@ -1,0 +1,469 @@
+/* dc_group_shrink on the native group (issue 37): the ranks still alive
+ * meet again on the listeners the group kept, agree on who is left
+ * (core/agree.h), and connect a group of their own on fresh listeners
+ * whose addresses go over the agreement's sockets, as split's do. A killed
+ * rank's listener is gone: dialing it is refused at once, which is what
+ * makes the shrink fast after a kill. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "backends/native/native.h"
+#include "core/agree.h"
+#include "transport/auth.h"
+#include "transport/frame.h"
+#include "transport/sock.h"
+
+void ring_keep_listeners(dc_group *g, int *fds, int n, const dc_addr *addrs,
+                         int naddrs) {
+  ring_impl *R = g->impl;
+  R->kept_fds = malloc(sizeof *fds * (size_t)n);
+  R->world = malloc(sizeof *R->world * (size_t)g->size);
+  if (!R->kept_fds || !R->world) { /* the group works, but cannot shrink */
+    for (int i = 0; i < n; i++)
+      close(fds[i]);
+    free(R->kept_fds);
+    free(R->world);
+    R->kept_fds = NULL;
+    R->world = NULL;
+    return;
+  }
+  memcpy(R->kept_fds, fds, sizeof *fds * (size_t)n);
+  R->nkept = n;
+  for (int r = 0; r < g->size; r++)
+    R->world[r] = addrs[r * naddrs];
+}
+
+/* ---- meeting: one greeted socket per live peer ------------------------ */
+
+/* The hello both ends send: "DCSH", from, to, size, job, group id, and a
+ * MAC of those under the job token (zeros without one: then, as at
+ * set-up, the job id is what keeps strangers out). */
+#define SHRINK_LABEL "distcomm shrink"
+enum { HELLO_BODY = 32, HELLO_BYTES = HELLO_BODY + DC_AUTH_PROOF_BYTES };
+
+typedef struct meet {
+  dc_group *g;
+  ring_impl *R;
+  dc_auth auth;
+  int *fds;   /* per peer: greeted, else -1 */
+  int *wait;  /* per peer: dialed, its reply awaited, else -1 */
+  char *dead; /* per peer: refused, closed or bad */
+  double deadline;
+} meet;
+
+static void hello(const meet *M, int from, int to, unsigned char *b) {
+  memcpy(b, "DCSH", 4);
+  dc_put32(b + 4, (uint32_t)from);
+  dc_put32(b + 8, (uint32_t)to);
+  dc_put32(b + 12, (uint32_t)M->g->size);
+  dc_put64(b + 16, M->R->job);
+  dc_put64(b + 24, M->g->id);
+  dc_auth_mac(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY);
+}
+
+/* The sender of a good hello to me, or -1. */
+static int hello_from(const meet *M, const unsigned char *b) {
+  unsigned char want[HELLO_BYTES];
+  int from = (int)dc_get32(b + 4);
+  if (from < 0 || from >= M->g->size || from == M->g->rank)
+    return -1;
+  hello(M, from, M->g->rank, want);
+  if (memcmp(b, want, HELLO_BODY) != 0)
+    return -1;
+  if (M->auth.on &&
+      !dc_auth_mac_ok(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY))
+    return -1;
+  return from;
+}
+
+/* One connect without retry: 1 connected, 0 refused or failed (the peer's
+ * listener is gone), -1 no answer by the deadline. */
+static int dial_once(const dc_addr *a, double deadline, int *fd) {
+  *fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (*fd < 0)
+    return 0;
+  int r = connect(*fd, (const struct sockaddr *)&a->sa, a->salen);
+  if (r != 0 && errno == EINPROGRESS) {
+    double left = deadline - dc_now();
+    struct pollfd p = {.fd = *fd, .events = POLLOUT};
+    int ready = poll(&p, 1, left > 0 ? (int)(left * 1000) + 1 : 0);
+    int e = 0;
+    socklen_t el = sizeof e;
+    if (ready <= 0) {
+      close(*fd);
+      return -1;
+    }
+    r = getsockopt(*fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0 ? 0 : -1;
+  }
+  if (r != 0) {
+    close(*fd);
+    return 0;
+  }
+  return 1;
+}
+
+/* Dial every higher rank not dialed yet and say hello; its reply comes in
+ * the loop. A rank whose host does not answer within `each` seconds is
+ * dialed again on the next turn: one lost host must not hold up the
+ * others (who would then wait for our replies). */
+static void dial_higher(meet *M, double each) {
+  unsigned char b[HELLO_BYTES];
+  for (int p = M->g->rank + 1; p < M->g->size; p++) {
+    int fd;
+    if (M->wait[p] >= 0 || M->fds[p] >= 0 || M->dead[p])
+      continue;
+    double by = dc_now() + each < M->deadline ? dc_now() + each : M->deadline;
+    int r = dial_once(&M->R->world[p], by, &fd);
+    if (r <= 0) {
+      M->dead[p] = r == 0;
+      continue;
+    }
+    hello(M, M->g->rank, p, b);
+    if (dc_sock_write_all(fd, b, HELLO_BYTES, M->deadline) != DC_OK) {
+      close(fd);
+      M->dead[p] = 1;
+      continue;
+    }
+    M->wait[p] = fd;
+  }
+}
+
+/* A lower rank not heard from yet: is its listener still there? A probe
+ * that connects is closed at once (the peer drops it as a hello-less
+ * connection). */
+static void probe_lower(meet *M) {
+  for (int p = 0; p < M->g->rank; p++) {
+    int fd;
+    if (M->fds[p] >= 0 || M->dead[p])
+      continue;
+    int r = dial_once(&M->R->world[p], dc_now() + 0.05, &fd);
+    if (r == 1)
+      close(fd);
+    else if (r == 0)
+      M->dead[p] = 1;
+  }
+}
+
+/* A connection on a kept listener: a lower rank's hello gets our reply;
+ * anything else (a probe, a stranger, a late duplicate) is closed. */
+static void take(meet *M, int lfd) {
+  int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  unsigned char b[HELLO_BYTES];
+  if (fd < 0)
+    return;
+  double by = dc_now() + 1.0 < M->deadline ? dc_now() + 1.0 : M->deadline;
+  int p =
+      dc_sock_read_all(fd, b, HELLO_BYTES, by) == DC_OK ? hello_from(M, b) : -1;
+  if (p < 0 || p > M->g->rank || M->fds[p] >= 0 || M->dead[p]) {
+    if (p < 0)
+      dc_log(M->g, "shrink: refused a connection without a good hello");
+    close(fd);
+    return;
+  }
+  hello(M, M->g->rank, p, b);
+  if (dc_sock_write_all(fd, b, HELLO_BYTES, M->deadline) != DC_OK) {
+    close(fd);
+    M->dead[p] = 1;
+    return;
+  }
+  M->fds[p] = fd;
+}
+
+/* A higher rank's reply: greeted, or dead. */
+static void replied(meet *M, int p) {
+  unsigned char b[HELLO_BYTES];
+  int fd = M->wait[p];
+  M->wait[p] = -1;
+  if (dc_sock_read_all(fd, b, HELLO_BYTES, M->deadline) == DC_OK &&
+      hello_from(M, b) == p) {
+    M->fds[p] = fd;
+    return;
+  }
+  close(fd);
+  M->dead[p] = 1;
+}
+
+static int met_all(const meet *M) {
+  for (int p = 0; p < M->g->size; p++)
+    if (p != M->g->rank && M->fds[p] < 0 && !M->dead[p])
+      return 0;
+  return 1;
+}
+
+/* One poll over the kept listeners and the dialed sockets (50 ms). */
+static void step(meet *M, struct pollfd *pf) {
+  int n = 0;
+  for (int i = 0; i < M->R->nkept; i++)
+    pf[n++] = (struct pollfd){.fd = M->R->kept_fds[i], .events = POLLIN};
+  for (int p = 0; p < M->g->size; p++)
+    pf[n++] = (struct pollfd){.fd = M->wait[p], .events = POLLIN};
+  if (poll(pf, (nfds_t)n, 50) <= 0)
+    return;
+  for (int i = 0; i < M->R->nkept; i++)
+    if (pf[i].revents)
+      take(M, pf[i].fd);
+  for (int p = 0; p < M->g->size; p++)
+    if (M->wait[p] >= 0 && pf[M->R->nkept + p].revents)
+      replied(M, p);
+}
+
+/* Until every peer is greeted or dead, or the deadline: then the rest are
+ * suspects (silent), their sockets closed. */
+static dc_status meet_all(meet *M) {
+  struct pollfd *pf = calloc((size_t)(M->R->nkept + M->g->size), sizeof *pf);
+  if (!pf)
+    return DC_ERR_NOMEM;
+  dial_higher(M, 1.0);
+  double probe = 0, gap = 0.1;
+  while (!met_all(M) && dc_now() < M->deadline) {
+    if (dc_now() >= probe) { /* backing off to 1 s: a slow peer's queue */
+      probe_lower(M);
+      dial_higher(M, 0.05);
+      probe = dc_now() + gap;
+      gap = gap < 0.5 ? gap * 2 : 1.0;
+    }
+    step(M, pf);
+  }
+  for (int p = 0; p < M->g->size; p++) {
+    if (M->wait[p] >= 0)
+      close(M->wait[p]);
+    M->wait[p] = -1;
+    if (p != M->g->rank && M->fds[p] < 0)
+      M->dead[p] = 1;
+  }
+  free(pf);
+  return DC_OK;
+}
+
+/* ---- the new group ---------------------------------------------------- */
+
+/* Its id: the old one mixed with the members (splitmix64 steps), so that a
+ * rank holding another membership is refused at hello. */
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+static uint64_t new_id(uint64_t old, const int *ranks, int n) {
+  uint64_t h = mix(old, 0x5348524eull); /* "SHRN" */
+  for (int i = 0; i < n; i++)
+    h = mix(h, (uint64_t)ranks[i]);
+  return h;
+}
+
+static void port0(dc_addr *a) {
+  if (a->sa.ss_family == AF_INET6)
+    ((struct sockaddr_in6 *)&a->sa)->sin6_port = 0;
+  else
+    ((struct sockaddr_in *)&a->sa)->sin_port = 0;
+}
+
+typedef struct fresh {
+  int n, me;     /* members, my new rank */
+  int *ranks;    /* old rank of each member */
+  dc_addr *mine; /* my naddrs fresh addresses */
+  int *lfds;     /* their listeners */
+  char *texts;   /* every member's address slots */
+  dc_addr *addrs;
+} fresh;
+
+static void fresh_free(fresh *F, int close_listeners, int naddrs) {
+  for (int i = 0; close_listeners && F->lfds && i < naddrs; i++)
+    if (F->lfds[i] >= 0)
+      close(F->lfds[i]);
+  free(F->ranks);
+  free(F->mine);
+  free(F->lfds);
+  free(F->texts);
+  free(F->addrs);
+}
+
+static dc_status listen_fresh(ring_impl *R, fresh *F, char *err,
+                              size_t errlen) {
+  for (int i = 0; i < R->naddrs; i++)
+    F->lfds[i] = -1;
+  for (int i = 0; i < R->naddrs; i++) {
+    char why[160];
+    F->mine[i] = R->self[i];
+    port0(&F->mine[i]);
+    if (dc_sock_listen(&F->mine[i], &F->lfds[i], why, sizeof why) != DC_OK) {
+      snprintf(err, errlen, "%s", why);
+      return DC_ERR_SYSTEM;
+    }
+  }
+  return DC_OK;
+}
+
+/* Read past member p's agreement messages to its decision (unless the
+ * agreement read it), then its address slots. */
+static dc_status read_slots(const meet *M, const dc_agree *a, int p, char *slot,
+                            size_t block, char *err, size_t errlen) {
+  size_t len = dc_agree_msg_bytes(a->size);
+  unsigned char *m = malloc(len);
+  int same = dc_agree_told(a, p);
+  dc_status st = m ? DC_OK : DC_ERR_NOMEM;
+  while (st == DC_OK && !same) {
+    st = dc_sock_read_all(M->fds[p], m, len, M->deadline);
+    if (st == DC_OK)
+      st = dc_agree_decision(a, p, m, len, &same, err, errlen);
+  }
+  free(m);
+  if (st == DC_OK)
+    st = dc_sock_read_all(M->fds[p], slot, block, M->deadline);
+  if (st != DC_OK && !err[0])
+    snprintf(err, errlen, "rank %d (%s) was lost during the shrink (%s)", p,
+             M->R->world[p].text, dc_strerror(st));
+  return st == DC_OK ? DC_OK : st == DC_ERR_TIMEOUT ? st : DC_ERR_PEER_LOST;
+}
+
+/* Every member's fresh addresses, over the agreement's sockets. */
+static dc_status swap_slots(const meet *M, const dc_agree *a, fresh *F,
+                            char *err, size_t errlen) {
+  size_t block = (size_t)M->R->naddrs * RING_ADDR_SLOT;
+  char *own = F->texts + (size_t)F->me * block;
+  for (int l = 0; l < M->R->naddrs; l++)
+    snprintf(own + (size_t)l * RING_ADDR_SLOT, RING_ADDR_SLOT, "%s",
+             F->mine[l].text);
+  for (int i = 0; i < F->n; i++)
+    if (i != F->me && dc_sock_write_all(M->fds[F->ranks[i]], own, block,
+                                        M->deadline) != DC_OK) {
+      snprintf(err, errlen, "rank %d (%s) was lost during the shrink",
+               F->ranks[i], M->R->world[F->ranks[i]].text);
+      return DC_ERR_PEER_LOST;
+    }
+  for (int i = 0; i < F->n; i++) {
+    if (i == F->me)
+      continue;
+    dc_status st = read_slots(M, a, F->ranks[i], F->texts + (size_t)i * block,
+                              block, err, errlen);
+    if (st != DC_OK)
+      return st;
+  }
+  char why[160];
+  if (ring_parse_slots(F->texts, F->n * M->R->naddrs, F->addrs, why,
+                       sizeof why) != DC_OK) {
+    snprintf(err, errlen, "a survivor sent a bad address: %s", why);
+    return DC_ERR_MISMATCH;
+  }
+  return DC_OK;
+}
+
+static dc_status build_new(const meet *M, fresh *F, dc_group **out, char *err,
+                           size_t errlen) {
+  ring_impl *R = M->R;
+  dc_engine_plan p = {.rank = F->me,
+                      .size = F->n,
+                      .naddrs = R->naddrs,
+                      .sockets = R->sockets,
+                      .addrs = F->addrs,
+                      .listen_fds = F->lfds,
+                      .job = R->job,
+                      .group = new_id(M->g->id, F->ranks, F->n)};
+  dc_status st = ring_build(&p, F->mine, M->g->timeout_s, out, err, errlen);
+  if (st != DC_OK)
+    return st;
+  /* the survivors' group can shrink again, on these listeners */
+  ring_keep_listeners(*out, F->lfds, R->naddrs, F->addrs, R->naddrs);
+  for (int i = 0; i < R->naddrs; i++)
+    F->lfds[i] = -1;
+  return DC_OK;
+}
+
+static dc_status regroup(const meet *M, const dc_agree *a, dc_group **out,
+                         char *err, size_t errlen) {
+  int na = M->R->naddrs;
+  fresh F = {0};
+  F.ranks = calloc((size_t)a->size, sizeof *F.ranks);
+  F.mine = calloc((size_t)na, sizeof *F.mine);
+  F.lfds = calloc((size_t)na, sizeof *F.lfds);
+  F.texts = calloc((size_t)a->size, (size_t)na * RING_ADDR_SLOT);
+  F.addrs = calloc((size_t)a->size * (size_t)na, sizeof *F.addrs);
+  dc_status st = DC_ERR_NOMEM;
+  if (F.ranks && F.mine && F.lfds && F.texts && F.addrs) {
+    F.n = dc_agree_members(a, F.ranks, &F.me);
+    st = listen_fresh(M->R, &F, err, errlen);
+  }
+  if (st == DC_OK)
+    st = swap_slots(M, a, &F, err, errlen);
+  if (st == DC_OK)
+    st = build_new(M, &F, out, err, errlen);
+  if (st == DC_ERR_NOMEM && !err[0])
+    snprintf(err, errlen, "out of memory");
+  fresh_free(&F, 1, na);
+  return st;
+}
+
+/* ---- the call --------------------------------------------------------- */
+
+static dc_status refuse(dc_group *g, char *err, size_t errlen) {
+  ring_impl *R = g->impl;
+  if (R->neighbours)
+    snprintf(err, errlen,
+             "not supported when only ring neighbours are connected "
+             "(DISTCOMM_RING_NEIGHBOURS=1 or jaccl-ring)");
+  else if (R->per_peer)
+    snprintf(err, errlen,
+             "not supported on the mesh backend (an address "
+             "per pair) yet: use the ring");
+  else
+    snprintf(err, errlen,
+             "not supported on a split group yet: only the world group and "
+             "groups from dc_group_shrink keep the listeners it needs");
+  return DC_ERR_NOT_SUPPORTED;
+}
+
+static dc_status agree(meet *M, dc_agree *a, char *err, size_t errlen) {
+  for (int p = 0; p < M->g->size; p++)
+    if (M->dead[p])
+      dc_agree_suspect(a, p);
+  int rounds = 0;
+  dc_status st = dc_agree_run(a, M->fds, M->g->timeout_s, &rounds, err, errlen);
+  dc_log(M->g, "shrink: agreement after %d round(s): %s", rounds,
+         st == DC_OK ? "decided" : err);
+  return st;
+}
+
+dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
+  ring_impl *R = g->impl;
+  if (!R->world || R->neighbours || R->per_peer)
+    return refuse(g, err, errlen);
+  dc_shrink_poison(g);
+  meet M = {.g = g, .R = R, .deadline = dc_now() + g->timeout_s};
+  dc_status st = dc_auth_from_env(&M.auth, err, errlen);
+  if (st != DC_OK)
+    return st;
+  M.fds = malloc(sizeof *M.fds * (size_t)g->size);
+  M.wait = malloc(sizeof *M.wait * (size_t)g->size);
+  M.dead = calloc((size_t)g->size, 1);
+  dc_agree a = {0};
+  st = M.fds && M.wait && M.dead ? dc_agree_init(&a, g->size, g->rank)
+                                 : DC_ERR_NOMEM;
+  for (int p = 0; M.fds && M.wait && p < g->size; p++)
+    M.fds[p] = M.wait[p] = -1;
+  if (st == DC_OK)
+    st = meet_all(&M);
+  if (st == DC_OK)
+    st = agree(&M, &a, err, errlen);
+  M.deadline = dc_now() + g->timeout_s; /* the meeting may have used it up */
+  if (st == DC_OK)
+    st = regroup(&M, &a, out, err, errlen);
+  if (st == DC_ERR_NOMEM && !err[0])
+    snprintf(err, errlen, "out of memory");
+  for (int p = 0; M.fds && p < g->size; p++)
+    if (M.fds[p] >= 0)
+      close(M.fds[p]);
+  dc_agree_free(&a);
+  dc_auth_clear(&M.auth);
+  free(M.fds);
+  free(M.wait);
+  free(M.dead);
+  return st;
+}

@@ -1,0 +1,52 @@
+#!/bin/bash
+# shrink.sh LAUNCHER PROG N VICTIM MODE shm|tcp: dc_group_shrink after a
+# lost rank (issue 37). N ranks through distcomm-launch --keep-going; rank
+# VICTIM kills itself (MODE between: between two all_sums; during: in the
+# middle of one; none: nobody dies and the group shrinks healthy;
+# refused: the calls refused with a clear error, VICTIM -1; stop: the
+# victim stops itself, silent but alive; before: it dies after three
+# good ops, as the others shrink the healthy group). The
+# survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
+# when the launcher ends with status 0, names the killed rank, and every
+# survivor reports 0 failed; prints the kill-to-first-all_sum times.
+set -u
+launcher=$1 prog=$2 n=$3 victim=$4 mode=$5 transport=$6
+. "$(dirname "$0")/mp_lib.sh"
+if [ "$transport" = tcp ]; then export DISTCOMM_SHM=0; fi
+want=$((n - 1))
+case $mode in none | refused) want=$n ;; esac
+
+t0=$(now_ms)
+if [ "$mode" = stop ]; then
+  # The victim stops itself: found by the timeouts (2 s each); once the
+  # survivors are done it is killed, so that the launcher ends.
+  DISTCOMM_TIMEOUT=2 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
+    "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do
+    [ "$(grep -Ec 'shrink: [0-9]+ passed, [0-9]+ failed$' "$mp_tmp/out")" -ge "$want" ] && break
+    sleep 0.1
+  done
+  [ -s "$mp_tmp/victim_pid" ] && kill -9 "$(cat "$mp_tmp/victim_pid")"
+  wait "$job"
+else
+  DISTCOMM_TIMEOUT=20 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
+    "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1
+fi
+rc=$?
+dt=$(($(now_ms) - t0))
+cat "$mp_tmp/out"
+good=$(grep -Ec 'shrink: [0-9]+ passed, 0 failed$' "$mp_tmp/out")
+if [ "$rc" -ne 0 ]; then
+  fail "launcher exited with $rc after $dt ms (124: killed after 90 s)"
+elif [ "$good" -ne "$want" ]; then
+  fail "$good of $want survivors passed"
+else
+  ok "$want survivors shrank and passed in $dt ms"
+fi
+if [ "$victim" -ge 0 ] &&
+  ! grep -Eq "rank $victim \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$mp_tmp/out"; then
+  fail "no launcher line names rank $victim killed by signal 9"
+fi
+grep 'kill to first all_sum' "$mp_tmp/out" | sort
+mp_finish

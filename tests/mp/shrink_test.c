@@ -1,0 +1,220 @@
+/* shrink_test VICTIM MODE DIR: dc_group_shrink after a lost rank (issue
+ * 37). Every rank runs all_sums of (rank + 1); rank VICTIM kills itself
+ * with SIGKILL between two ops (MODE between) or in the middle of one
+ * (during, from a timer) or stops itself (stop: silent, alive; found by
+ * the timeouts) or dies after three good ops, as the others call
+ * dc_group_shrink on the healthy group (before); with MODE none nobody dies and
+ * the shrink is of a healthy group; with MODE refused, the calls that must be
+ * refused with a clear error (NULL arguments, a split group, the singleton).
+ * Each survivor waits for its op to fail, shrinks, and checks the new group's
+ * size, its rank (position among the survivors) and all_sums over it; it prints
+ * the time from the kill (written by the victim to DIR/kill) to its first
+ * all_sum in the new group. Run through distcomm-launch --keep-going
+ * (tests/mp/shrink.sh). */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "mp_util.h"
+
+#define COUNT 65536 /* floats: large enough for the pipes' chunks */
+
+static int rank;
+static long pass, fails;
+
+static void check(int ok, const char *what, const char *detail) {
+  if (ok) {
+    pass++;
+    return;
+  }
+  fails++;
+  printf("rank %d: FAIL %s%s%s\n", rank, what, detail ? ": " : "",
+         detail ? detail : "");
+  fflush(stdout);
+}
+
+static void note_kill(const char *dir, double at) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/kill", dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f, "%.6f\n", at);
+    fclose(f);
+  }
+}
+
+static double read_kill(const char *dir) {
+  char path[512];
+  double at = 0;
+  snprintf(path, sizeof path, "%s/kill", dir);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    if (fscanf(f, "%lf", &at) != 1)
+      at = 0;
+    fclose(f);
+  }
+  return at;
+}
+
+static void die(int sig) {
+  (void)sig;
+  kill(getpid(), SIGKILL);
+}
+
+/* The victim in MODE during: killed by a timer 0.3 s into its all_sums. */
+static void arm(const char *dir) {
+  struct itimerval t = {.it_value = {.tv_sec = 0, .tv_usec = 300000}};
+  note_kill(dir, mp_wall() + 0.3);
+  signal(SIGALRM, die);
+  setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static int sum_ok(const float *v, double want) {
+  for (size_t i = 0; i < COUNT; i++)
+    if (v[i] != (float)want)
+      return 0;
+  return 1;
+}
+
+/* all_sums until one fails (the loss), or ops_max of them succeed. */
+static void until_loss(dc_group *g, int n, int victim, const char *mode,
+                       const char *dir, float *in, float *out) {
+  int healthy = strcmp(mode, "none") == 0 || strcmp(mode, "before") == 0;
+  int ops_max = healthy ? 3 : 100000;
+  double until = mp_mono() + 60;
+  if (rank == victim && strcmp(mode, "during") == 0)
+    arm(dir);
+  for (int i = 0; i < ops_max && mp_mono() < until; i++) {
+    if (rank == victim && strcmp(mode, "between") == 0 && i == 3) {
+      note_kill(dir, mp_wall());
+      raise(SIGKILL);
+    }
+    if (rank == victim && strcmp(mode, "stop") == 0 && i == 3) {
+      char path[512];
+      snprintf(path, sizeof path, "%s/victim_pid", dir);
+      FILE *f = fopen(path, "w");
+      if (f) {
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+      }
+      note_kill(dir, mp_wall()); /* silent from now: found by timeouts */
+      raise(SIGSTOP);
+      return; /* woken (SIGCONT): the others left it out */
+    }
+    if (dc_all_sum(g, in, out, COUNT, DC_FLOAT32) != DC_OK) {
+      printf("rank %d: op %d failed: %s\n", rank, i, dc_group_last_error(g));
+      return;
+    }
+    check(sum_ok(out, n * (n + 1) / 2.0), "all_sum before the loss", NULL);
+  }
+  check(healthy, "the loss was never seen", NULL);
+  if (rank == victim && strcmp(mode, "before") == 0) {
+    note_kill(dir, mp_wall()); /* the others shrink a healthy group */
+    raise(SIGKILL);
+  }
+}
+
+static void after(dc_group *s, int n, int victim, const char *dir, float *in,
+                  float *out) {
+  int lost = victim >= 0 && victim < n;
+  check(dc_group_size(s) == n - lost, "new size", NULL);
+  check(dc_group_rank(s) == rank - (lost && rank > victim), "new rank", NULL);
+  double want = n * (n + 1) / 2.0 - (lost ? victim + 1 : 0);
+  for (int i = 0; i < 5; i++) {
+    dc_status st = dc_all_sum(s, in, out, COUNT, DC_FLOAT32);
+    check(st == DC_OK, "all_sum after the shrink", dc_group_last_error(s));
+    check(st != DC_OK || sum_ok(out, want), "sum after the shrink", NULL);
+    double at = read_kill(dir);
+    if (i == 0 && st == DC_OK && lost && at > 0)
+      printf("rank %d: kill to first all_sum of the shrunk group: %.3f s\n",
+             rank, mp_wall() - at);
+  }
+}
+
+static int has(const char *s, const char *part) {
+  return s && strstr(s, part) != NULL;
+}
+
+/* Refused with the reason; the group refused is not poisoned. */
+static void refused(dc_group *g, float *in, float *out) {
+  dc_group *s = g;
+  check(dc_group_shrink(NULL, &s) == DC_ERR_INVALID && !s &&
+            has(dc_last_error(), "shrink: group is NULL"),
+        "NULL group", dc_last_error());
+  check(dc_group_shrink(g, NULL) == DC_ERR_INVALID &&
+            has(dc_last_error(), "shrink: survivors is NULL"),
+        "NULL survivors", dc_last_error());
+  dc_group *sub = g;
+  const char *why = dc_group_size(g) == 1
+                        ? "not supported on the singleton backend"
+                        : "not supported on a split group";
+  if (dc_group_size(g) > 1)
+    check(dc_group_split(g, 0, -1, &sub) == DC_OK, "split", NULL);
+  check(dc_group_shrink(sub, &s) == DC_ERR_NOT_SUPPORTED && !s &&
+            has(dc_last_error(), why),
+        "shrink refused with the reason", dc_last_error());
+  check(dc_all_sum(sub, in, out, COUNT, DC_FLOAT32) == DC_OK,
+        "the refused group still works", dc_group_last_error(sub));
+  if (sub != g)
+    dc_group_free(sub);
+}
+
+/* Open file descriptors: the groups' sockets, kept listeners included,
+ * must all be closed once both groups are freed. */
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  if (!d)
+    return -1;
+  while (readdir(d))
+    n++;
+  closedir(d);
+  return n;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr,
+            "usage: %s VICTIM between|during|stop|before|none|refused DIR\n",
+            argv[0]);
+    return 2;
+  }
+  int victim = atoi(argv[1]);
+  const char *mode = argv[2], *dir = argv[3];
+  int fds0 = open_fds();
+  dc_group *g = mp_init_or_die("shrink_test");
+  rank = dc_group_rank(g);
+  int n = dc_group_size(g);
+  float *in = mp_alloc(COUNT * sizeof *in),
+        *out = mp_alloc(COUNT * sizeof *out);
+  for (size_t i = 0; i < COUNT; i++)
+    in[i] = (float)(rank + 1);
+  if (strcmp(mode, "refused") == 0) {
+    refused(g, in, out);
+    printf("rank %d: shrink: %ld passed, %ld failed\n", rank, pass, fails);
+    dc_group_free(g);
+    free(in);
+    free(out);
+    return fails != 0;
+  }
+  until_loss(g, n, victim, mode, dir, in, out);
+  dc_group *s = NULL;
+  dc_status st = dc_group_shrink(g, &s);
+  check(st == DC_OK, "shrink", dc_last_error());
+  if (st == DC_OK)
+    after(s, n, strcmp(mode, "none") == 0 ? -1 : victim, dir, in, out);
+  check(dc_all_sum(g, in, out, COUNT, DC_FLOAT32) != DC_OK,
+        "the old group is poisoned after the shrink", NULL);
+  dc_group_free(s);
+  dc_group_free(g);
+  check(open_fds() == fds0, "every socket closed after both groups are freed",
+        NULL);
+  free(in);
+  free(out);
+  printf("rank %d: shrink: %ld passed, %ld failed\n", rank, pass, fails);
+  return fails != 0;
+}
