@@ -432,6 +432,7 @@ static void start_all(struct agent *a, struct dcl_agent_setup *s) {
   for (size_t i = 0; i < a->n; i++) {
     struct arank *k = &a->ranks[i];
     k->r.index = s->ranks[i];
+    k->r.cpu = dcl_bind_cpu(&s->opts, (int)i, (int)a->n);
     where_rank(k->r.index, s->strs[DCL_S_HOST]);
     int rc = dcl_spawn_rank(&k->r, &s->env);
     if (rc != 0) {

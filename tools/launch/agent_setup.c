@@ -70,6 +70,8 @@ int dcl_setup_take(struct dcl_agent_setup *s, const struct dcl_frame *f) {
     rc = 0, s->opts.verbose = dcl_verbose = true;
   else if (f->type == DCL_W_MLX)
     rc = 0, s->opts.mlx = true;
+  else if (f->type == DCL_W_BIND)
+    rc = 0, s->opts.bind_core = true;
   else
     rc = f->type == DCL_W_GO ? 1 : -1;
   free(p);

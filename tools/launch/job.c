@@ -50,6 +50,7 @@ int dcl_job_init(struct dcl_job *j, int n, bool tag) {
   for (int i = 0; i < n; i++) {
     struct dcl_rank *r = &j->ranks[i];
     r->index = i;
+    r->cpu = -1;
     r->pid = -1;
     r->in_fd = r->out.fd = r->err.fd = -1;
   }
@@ -166,6 +167,7 @@ int dcl_job_start(struct dcl_job *j, const struct dcl_launch_env *e) {
   if (j->n_links > 0)
     return start_links(j, e);
   for (int i = 0; i < j->n; i++) {
+    j->ranks[i].cpu = dcl_bind_cpu(e->opts, i, j->n);
     int rc = dcl_spawn_rank(&j->ranks[i], e);
     j->started = i + 1;
     if (rc != 0) {

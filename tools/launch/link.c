@@ -48,6 +48,8 @@ void dcl_remote_setup(struct dcl_job *j, int l,
     send_str(link, DCL_W_VERBOSE, "1");
   if (o->mlx)
     send_str(link, DCL_W_MLX, "1");
+  if (o->bind_core)
+    send_str(link, DCL_W_BIND, "1");
   for (int i = 0; i < j->n; i++) {
     if (j->link_of[i] != l)
       continue;

@@ -25,6 +25,7 @@ enum opt_id {
   OPT_VERBOSE,
   OPT_TAG,
   OPT_KEEP_GOING,
+  OPT_BIND_TO,
   OPT_HELP,
   OPT_HOSTS,
   OPT_HOSTFILE,
@@ -53,6 +54,7 @@ static const struct opt_def OPTS[] = {
     {"verbose", 0, false, OPT_VERBOSE},
     {"tag-output", 0, false, OPT_TAG},
     {"keep-going", 0, false, OPT_KEEP_GOING},
+    {"bind-to", 0, true, OPT_BIND_TO},
     {"help", 'h', false, OPT_HELP},
     {"hosts", 0, true, OPT_HOSTS},
     {"hostfile", 0, true, OPT_HOSTFILE},
@@ -135,6 +137,10 @@ static void print_usage(FILE *f) {
       "                            others (for programs that shrink their "
       "group); the\n"
       "                            exit status is the survivors'\n"
+      "  --bind-to core|none       core: each rank on a CPU of its own, as "
+      "Open MPI does\n"
+      "                            (when a host's ranks fit its CPUs); "
+      "default none\n"
       "  --verbose                 log what the launcher does; sets "
       "MLX_RING_VERBOSE=1\n"
       "  --no-verify-script        do not check that the command exists on "
@@ -298,6 +304,11 @@ static enum dcl_parse_result apply(struct dcl_options *o,
     return DCL_PARSE_RUN;
   case OPT_KEEP_GOING:
     o->keep_going = true;
+    return DCL_PARSE_RUN;
+  case OPT_BIND_TO: /* Open MPI's spelling; only what a rank per CPU needs */
+    if (strcmp(v, "core") != 0 && strcmp(v, "none") != 0)
+      return bad("--bind-to '%s': give core or none", v);
+    o->bind_core = strcmp(v, "core") == 0;
     return DCL_PARSE_RUN;
   case OPT_HELP:
     print_usage(stdout);

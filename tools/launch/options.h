@@ -21,6 +21,7 @@ struct dcl_options {
   bool verbose;
   bool tag_output;
   bool keep_going; /* --keep-going: a rank's failure does not stop the rest */
+  bool bind_core;  /* --bind-to core: each rank on a CPU of its own */
   char **command;  /* NULL-terminated, points into argv */
   const char **mpi_args; /* --mpi-arg values (mpi only), pointing into argv */
   size_t n_mpi_args;

@@ -1,10 +1,11 @@
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* pipe2, mkstemps, strsignal, sigabbrev_np */
+#define _GNU_SOURCE /* pipe2, mkstemps, strsignal, sigabbrev_np, CPU_SET */
 #endif
 #include "spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -127,7 +128,7 @@ static void rank_env_free(struct rank_env *re) {
 /* Runs in the vforked child, on our memory: system calls only, no
  * allocation; never returns. fds: the child's ends. */
 static void child(const struct dcl_launch_env *e, char **ssh_argv, char **envp,
-                  const int fds[3], int report) {
+                  const int fds[3], int report, int cpu) {
   dcl_signals_reset_in_child();
   /* A launcher killed with SIGKILL cannot stop its ranks; let the kernel. */
   (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -145,6 +146,13 @@ static void child(const struct dcl_launch_env *e, char **ssh_argv, char **envp,
   }
   if (e->opts->cwd != NULL && chdir(e->opts->cwd) != 0)
     child_fail(report, STAGE_CHDIR);
+  if (cpu >= 0) { /* a stack set and a system call: fine after vfork */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+      child_fail(report, STAGE_SETUP);
+  }
   execvpe(e->argv[0], e->argv, envp);
   child_fail(report, STAGE_EXEC);
 }
@@ -276,7 +284,7 @@ int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e) {
    * ranks (perf, on a 2-core VM). */
   r->pid = vfork();
   if (r->pid == 0)
-    child(e, r->ssh_argv, env.v, fds, pipes[3][1]);
+    child(e, r->ssh_argv, env.v, fds, pipes[3][1], r->cpu);
   int fork_errno = errno;
   sigprocmask(SIG_SETMASK, &old, NULL);
   rank_env_free(&env);
@@ -287,4 +295,23 @@ int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e) {
     return 1;
   }
   return adopt(r, e, pipes);
+}
+
+int dcl_bind_cpu(const struct dcl_options *o, int local, int count) {
+  static bool said;
+  cpu_set_t mine;
+  if (!o->bind_core || sched_getaffinity(0, sizeof mine, &mine) != 0)
+    return -1;
+  if (count > CPU_COUNT(&mine)) {
+    if (!said)
+      dcl_error("--bind-to core: %d ranks here but %d CPUs to run on: not "
+                "binding them",
+                count, CPU_COUNT(&mine));
+    said = true;
+    return -1;
+  }
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, &mine) && seen++ == local)
+      return cpu;
+  return -1;
 }

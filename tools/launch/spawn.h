@@ -26,6 +26,11 @@ struct dcl_launch_env {
  * launcher should end with (127 not found, 126 not executable, 1 other). */
 int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e);
 
+/* --bind-to core: the CPU for the local-th of count ranks started on this
+ * host (the local-th CPU this process may run on), or -1 when there are
+ * more ranks than CPUs (said once) or binding was not asked for. */
+int dcl_bind_cpu(const struct dcl_options *o, int local, int count);
+
 /* Whether r's process has ended (waiting for it when `block`), without
  * reaping it: 1 with r->wstatus set, r->running false and r->unreaped true;
  * 0 while it runs; -1 on an error. Reap with dcl_rank_reap after the last

@@ -27,6 +27,7 @@ enum dcl_wire {
   DCL_W_ARG = 'A',     /* one word of the command */
   DCL_W_VERBOSE = 'B', /* --verbose */
   DCL_W_MLX = 'M',     /* --mlx */
+  DCL_W_BIND = 'P',    /* --bind-to core */
   DCL_W_GO = 'G',      /* start the ranks */
   DCL_W_INPUT = 'I',   /* bytes of our stdin */
   DCL_W_EOF = 'E',     /* our stdin ended */
