@@ -21,7 +21,7 @@ start, w = 0, torch.zeros(4)
 if os.path.exists(ckpt):
     saved = torch.load(ckpt)
     start, w = saved["step"], saved["w"]
-    print(f"rank {rank} attempt {attempt}: resumed at step {start}", flush=True)
+    os.write(1, f"rank {rank} attempt {attempt}: resumed at step {start}\n".encode())
 for step in range(start, STEPS):
     if attempt == 0 and step == 3 and rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -32,5 +32,5 @@ for step in range(start, STEPS):
         torch.save({"step": step + 1, "w": w}, ckpt + ".tmp")
         os.replace(ckpt + ".tmp", ckpt)
     dist.barrier()  # the checkpoint is there before anyone goes on
-print(f"rank {rank} attempt {attempt}: done, w {w.tolist()}", flush=True)
+os.write(1, f"rank {rank} attempt {attempt}: done, w {w.tolist()}\n".encode())  # one write: see torchrun_worker.py
 dist.destroy_process_group()

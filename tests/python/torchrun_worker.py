@@ -6,5 +6,10 @@ import distcomm.torch
 dist.init_process_group("distcomm")
 t = torch.ones(4) * (dist.get_rank() + 1)
 dist.all_reduce(t)
-print("rank", dist.get_rank(), "of", dist.get_world_size(), "local", os.environ["LOCAL_RANK"], t.tolist(), flush=True)
+# One write per line: the node's two workers share one output file, and
+# torchrun runs them unbuffered, where print() writes each word alone (CI
+# caught "rankrank 0  1of  of4 ...").
+line = (f"rank {dist.get_rank()} of {dist.get_world_size()} local "
+        f"{os.environ['LOCAL_RANK']} {t.tolist()}\n")
+os.write(1, line.encode())
 dist.destroy_process_group()
