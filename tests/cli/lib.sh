@@ -55,3 +55,20 @@ expect_no_hostfile() {
 expect_eq() {
     [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"
 }
+
+# fake_ssh: a stand-in ssh at $FAKE_SSH (for DISTCOMM_SSH) that drops ssh's
+# options and the host name and runs the command here, so that the remote
+# path (the agent, its wire) is tested without sshd.
+fake_ssh() {
+    FAKE_SSH=$T/bin/fake-ssh
+    mkdir -p "$T/bin"
+    cat > "$FAKE_SSH" <<'SH'
+#!/bin/sh
+while [ $# -gt 0 ]; do
+    case $1 in -o | -F) shift 2 ;; --) shift; break ;; -*) shift ;; *) break ;; esac
+done
+shift
+exec sh -c "$*"
+SH
+    chmod +x "$FAKE_SSH"
+}

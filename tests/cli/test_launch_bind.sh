@@ -39,17 +39,8 @@ expect_eq "$?" 2 "--bind-to socket: $out"
 case $out in *"--bind-to 'socket': give core or none"*) ;; *) fail "no reason: $out" ;; esac
 
 # Through a host's agent.
-mkdir -p "$T/bin"
-cat > "$T/bin/fake-ssh" <<'SH'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in -o | -F) shift 2 ;; --) shift; break ;; -*) shift ;; *) break ;; esac
-done
-shift
-exec sh -c "$*"
-SH
-chmod +x "$T/bin/fake-ssh"
-DISTCOMM_SSH="$T/bin/fake-ssh" launch -n "$n" --bind-to core --hosts 127.0.0.2 -- \
+fake_ssh
+DISTCOMM_SSH="$FAKE_SSH" launch -n "$n" --bind-to core --hosts 127.0.0.2 -- \
     sh -c "$show" > "$T/o" 2> "$T/e"
 expect_eq "$?" 0 "--bind-to core through an agent: $(cat "$T/e")"
 bound "$n"

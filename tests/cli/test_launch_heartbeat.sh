@@ -8,17 +8,8 @@
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-mkdir -p "$T/bin"
-cat > "$T/bin/fake-ssh" <<'SH'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in -o | -F) shift 2 ;; --) shift; break ;; -*) shift ;; *) break ;; esac
-done
-shift
-exec sh -c "$*"
-SH
-chmod +x "$T/bin/fake-ssh"
-export DISTCOMM_SSH="$T/bin/fake-ssh"
+fake_ssh
+export DISTCOMM_SSH="$FAKE_SSH"
 
 # A healthy job longer than the agent's deadline (20 x 200 ms) is not
 # stopped. (100 ms beats, a 2 s deadline, once stopped this job in a CI run

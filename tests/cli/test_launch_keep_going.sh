@@ -38,18 +38,9 @@ expect_eq "$?" 137 "without --keep-going"
 
 # Remote hosts: the agent on 127.0.0.3 reports its rank's end; the rank on
 # 127.0.0.2 goes on and finishes.
-mkdir -p "$T/bin"
-cat > "$T/bin/fake-ssh" <<'SH'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in -o | -F) shift 2 ;; --) shift; break ;; -*) shift ;; *) break ;; esac
-done
-shift
-exec sh -c "$*"
-SH
-chmod +x "$T/bin/fake-ssh"
+fake_ssh
 rank='if [ "$MLX_RANK" = 1 ]; then kill -KILL $$; fi; sleep 1; echo "done $MLX_RANK"'
-DISTCOMM_SSH="$T/bin/fake-ssh" launch --keep-going --hosts 127.0.0.2,127.0.0.3 -- \
+DISTCOMM_SSH="$FAKE_SSH" launch --keep-going --hosts 127.0.0.2,127.0.0.3 -- \
     sh -c "$rank" > "$T/o5" 2> "$T/e5"
 expect_eq "$?" 0 "a killed remote rank under --keep-going: $(cat "$T/e5")"
 expect_eq "$(cat "$T/o5")" "done 0" "the remote survivor's output"

@@ -29,17 +29,8 @@ check local
 
 # Remote ranks through the agent (a stand-in ssh, as in test_launch_hosts):
 # the agent sends SIGTERM to an exited rank's group at once.
-mkdir -p "$T/bin"
-cat > "$T/bin/fake-ssh" <<'SH'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in -o | -F) shift 2 ;; --) shift; break ;; -*) shift ;; *) break ;; esac
-done
-shift
-exec sh -c "$*"
-SH
-chmod +x "$T/bin/fake-ssh"
-DISTCOMM_SSH="$T/bin/fake-ssh" launch -n 2 --hosts 127.0.0.2 -- sh -c "$job" "$T/remote" > /dev/null 2> "$T/e"
+fake_ssh
+DISTCOMM_SSH="$FAKE_SSH" launch -n 2 --hosts 127.0.0.2 -- sh -c "$job" "$T/remote" > /dev/null 2> "$T/e"
 expect_eq "$?" 3 "remote job status: $(cat "$T/e")"
 check remote
 echo PASS
