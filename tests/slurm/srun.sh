@@ -1,15 +1,20 @@
 #!/bin/bash
-# srun.sh STATE CONFORMANCE [pmix]: the conformance suite under srun on the
+# srun.sh STATE CONFORMANCE [MPI]: the conformance suite under srun on the
 # test cluster's 3 hosts x 2 ranks, with nothing set but the job token file
-# (as on a shared home): rank 0's coordinator on the step's first host, the
-# port from the job and step ids, shared memory inside each host, TCP
-# across. With "pmix": srun --mpi=pmix (Slurm's PMIx server in each slurmd).
-# Plain: a multi-host step without a token fails at once, naming the hosts.
+# (as on a shared home), shared memory inside each host, TCP across.
+# Plain (no MPI): rank 0's coordinator on the step's first host at the port
+# from the job and step ids, and a multi-host step without a token fails at
+# once, naming the hosts. MPI = pmix (or pmi2...): srun --mpi=MPI, Slurm's
+# PMI server in each slurmd; the start each rank took is printed, and
+# checked against $start_want when it is set.
 set -u
 . "$(dirname "$0")/case.sh"
 conf=$2 mode=${3:-plain}
 mpi=()
-[ "$mode" = pmix ] && mpi=(--mpi=pmix)
+[ "$mode" = plain ] || mpi=(--mpi="$mode")
+# The start the ranks must log (a pattern of their "... ready by ..." line)
+# under srun --mpi=MPI: none yet, whichever start the library picks passes.
+start_want=
 if [ "$mode" = pmix ]; then
     # Slurm's PMIx server gave each task its rank: the plugin is there and runs
     cl_login timeout 60 srun "${mpi[@]}" -N 3 -n 6 -l sh -c 'echo "pmix rank ${PMIX_RANK:-none}"' \
@@ -31,6 +36,10 @@ good=$(grep -c 'passed, 0 failed$' "$T/out")
 echo "start used: $(sed -n 's/.*\] \(.* ready by [^:(]*\).*(\(.*\)): rank.*/\1 (\2)/p' "$T/out" | sort | uniq -c | tr -s ' \n' ' ')"
 ready=$(grep -c '\] .* ready by .*: rank [0-5] of 6' "$T/out")
 [ "$ready" -eq 6 ] && ok "every rank logged how it started" || fail "$ready of 6 ranks logged a start"
+if [ "$mode" != plain ] && [ -n "$start_want" ]; then
+    n=$(grep -c "\] .*ready by .*$start_want" "$T/out")
+    [ "$n" -eq 6 ] && ok "6 ranks started by $start_want" || fail "$n of 6 ranks started by $start_want"
+fi
 if [ "$mode" = plain ]; then
     coord=$(grep -o 'ready by coordinator dcsl1:[0-9]* (SLURM_STEP_NODELIST/SLURM_JOB_ID)' "$T/out" | sort -u)
     [ "$(grep -c . <<<"$coord")" -eq 1 ] && [ "$(grep -c 'by coordinator dcsl1:' "$T/out")" -eq 6 ] &&
