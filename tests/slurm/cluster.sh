@@ -114,14 +114,25 @@ _cl_etc() { # i
     d=$CL_DIR/$name
     mkdir -p "$d/etc" "$d/spool" "$d/tmp" "$d/pmix" || return 1
     _cl_conf >"$d/etc/slurm.conf"
-    # /sys/fs/cgroup here is a v1 hybrid that slurmd's autodetection misreads
-    echo "CgroupPlugin=cgroup/v1" >"$d/etc/cgroup.conf"
+    _cl_cgroup_conf >"$d/etc/cgroup.conf"
     echo "PMIxCliTmpDirBase=$d/pmix" >"$d/etc/mpi.conf"
     {
         echo "127.0.0.1 localhost"
         local j
         for ((j = 0; j <= CL_HOSTS; j++)); do echo "$(_cl_addr "$j") $(_cl_name "$j")"; done
     } >"$d/etc/hosts"
+}
+
+# slurmstepd always loads a cgroup plugin. These machines' /sys/fs/cgroup is
+# a v1 hybrid that its autodetection misreads (and cgroup/v2 refuses:
+# "Hybrid mode is not supported"): cgroup/v1. On a unified (v2 only)
+# machine, cgroup/v2 without systemd (untested here).
+_cl_cgroup_conf() {
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n'
+    else
+        echo "CgroupPlugin=cgroup/v1"
+    fi
 }
 
 # Runs a command line on host i: its network, its hostname, its /etc/hosts.
@@ -140,15 +151,35 @@ _cl_munge() {
         </dev/null >"$m/munged.out" 2>&1 || { echo "munged did not start: $(tail -3 "$m/munged.log" 2>/dev/null)"; return 1; }
 }
 
-# Waits up to 60 s until sinfo shows every node idle.
+# Waits up to 60 s until sinfo shows every node idle; fails at once when a
+# daemon has died.
 _cl_wait_idle() {
-    local out
+    local out i
     for _ in $(seq 120); do
         out=$(cl_login timeout 10 sinfo -h -N -o '%N %t' 2>&1)
         [ "$(grep -c ' idle$' <<<"$out")" -eq "$CL_HOSTS" ] && return 0
+        for ((i = 0; i <= CL_HOSTS; i++)); do
+            [ -n "$(cl_pids "$i")" ] || { echo "the $(_cl_name "$i") daemon died"; return 1; }
+        done
         sleep 0.5
     done
     echo "the nodes are not idle after 60 s: $out"
+    return 1
+}
+
+# What the daemons complained of; 77 (skip) when it is the machine's
+# cgroups, which slurmd and slurmstepd always use.
+_cl_why() {
+    local why logs=("$CL_DIR"/ctl/slurmctld.* "$CL_DIR"/dcsl*/slurmd.*)
+    why=$(grep -h -i fatal "${logs[@]}" 2>/dev/null | sed "s/^\[[^]]*\] //" | sort -u | tail -4)
+    # else the errors, less slurmctld's first start without a saved state
+    [ -n "$why" ] || why=$(grep -h -i error "${logs[@]}" 2>/dev/null |
+        grep -v -i 'state file\|state save file' | sort -u | tail -4)
+    if grep -qi cgroup <<<"$why"; then
+        echo "skip: Slurm cannot use this machine's cgroups ($(tr '\n' ' ' <"$CL_DIR/dcsl1/etc/cgroup.conf")): $why"
+        return 77
+    fi
+    echo "the daemons said: ${why:-nothing}"
     return 1
 }
 
@@ -172,12 +203,19 @@ cluster_up() {
         _cl_on "$i" "exec setsid slurmd -D -N dcsl$i -f $CL_DIR/dcsl$i/etc/slurm.conf" \
             </dev/null >"$CL_DIR/dcsl$i/slurmd.out" 2>&1 &
     done
-    _cl_wait_idle || {
-        echo "slurmctld: $(tail -5 "$CL_DIR/ctl/slurmctld.log" "$CL_DIR/ctl/slurmctld.out" 2>/dev/null)"
-        echo "slurmd 1: $(tail -5 "$CL_DIR/dcsl1/slurmd.log" "$CL_DIR/dcsl1/slurmd.out" 2>/dev/null)"
-        return 1
+    _cl_wait_idle && _cl_probe_step || {
+        _cl_why
+        return $?
     }
     echo "cluster up in $CL_DIR: $(cl_login sinfo -h -o '%P %D %N %t')"
+}
+
+# One task per host runs: slurmstepd starts there.
+_cl_probe_step() {
+    local out
+    out=$(cl_login timeout -k 5 60 srun -N "$CL_HOSTS" -n "$CL_HOSTS" true 2>&1) && return 0
+    echo "a first step (srun true on each host) failed: $out"
+    return 1
 }
 
 cluster_load() { # state
@@ -226,8 +264,11 @@ cluster_down() { # state
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     case ${2:-} in
         up)
-            cluster_up "$1" && exit 0
+            cluster_up "$1"
+            rc=$?
+            [ $rc -eq 0 ] && exit 0
             cluster_down "$1"
+            [ $rc -eq 77 ] && exit 77
             exit 1
             ;;
         down) cluster_down "$1" ;;
