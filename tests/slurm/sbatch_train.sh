@@ -2,7 +2,10 @@
 # sbatch_train.sh STATE TRAIN: an sbatch script as a user writes it, whose
 # srun line runs the training example on 3 hosts x 2 ranks; the test waits
 # for the job (sbatch --wait, bounded) and reads its output file: every
-# rank's weights identical, the loss fell, the job COMPLETED.
+# rank's weights identical, the loss fell, the job COMPLETED. The script
+# first runs the example itself, without srun, as users do by mistake: the
+# script's own process (SLURM_PROCID=0, SLURM_NTASKS=6, no step) is a group
+# of one that says to start the ranks with srun.
 set -u
 . "$(dirname "$0")/case.sh"
 train=$2
@@ -12,6 +15,7 @@ cat >"$T/job.sh" <<JOB
 #SBATCH -n 6
 #SBATCH -o $T/job.out
 export DISTCOMM_JOB_TOKEN_FILE=$CL_TOKEN
+$train --steps 1 --batch 240 2>&1 | sed 's/^/alone: /'
 srun -l $train --steps 60 --batch 240
 JOB
 start=$(date +%s)
@@ -23,6 +27,10 @@ echo "sbatch --wait: exit $rc in $(($(date +%s) - start)) s"
 job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$T/sbatch")
 state=$(cl_login timeout 20 scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z]*')
 [ "$state" = JobState=COMPLETED ] && ok "job $job COMPLETED" || fail "job $job: '$state'"
+grep -q '^alone: \[distcomm\] SLURM_NTASKS=6 but no SLURM_STEP_NODELIST: this is the batch script.s own process, a group of one (start the ranks with srun)$' "$T/job.out" &&
+    grep -q '^alone: distcomm train: 1 rank (singleton)' "$T/job.out" &&
+    ok "run without srun, the script's own process is a group of one and says to use srun" ||
+    fail "the script's own process: $(grep '^alone' "$T/job.out" | head -3)"
 grep -q '^0: distcomm train: 6 ranks (ring)' "$T/job.out" && ok "6 ranks on distcomm's ring" ||
     fail "no '6 ranks (ring)' line from rank 0"
 grep -q '^0: weights identical on all 6 ranks (checksum 0x' "$T/job.out" &&
