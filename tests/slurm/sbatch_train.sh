@@ -5,7 +5,8 @@
 # rank's weights identical, the loss fell, the job COMPLETED. The script
 # first runs the example itself, without srun, as users do by mistake: the
 # script's own process (SLURM_PROCID=0, SLURM_NTASKS=6, no step) is a group
-# of one that says to start the ranks with srun.
+# of one that says to start the ranks with srun. Then two steps side by
+# side (srun --overlap ... &, twice): each meets at a port of its own.
 set -u
 . "$(dirname "$0")/case.sh"
 train=$2
@@ -17,6 +18,10 @@ cat >"$T/job.sh" <<JOB
 export DISTCOMM_JOB_TOKEN_FILE=$CL_TOKEN
 $train --steps 1 --batch 240 2>&1 | sed 's/^/alone: /'
 srun -l $train --steps 60 --batch 240
+for s in a b; do
+    DISTCOMM_VERBOSE=1 srun --overlap -N 3 -n 3 -l $train --steps 20 --batch 240 2>&1 | sed "s/^/\$s: /" &
+done
+wait
 JOB
 start=$(date +%s)
 cl_login timeout -k 5 200 sbatch --wait "$T/job.sh" </dev/null >"$T/sbatch" 2>&1
@@ -40,5 +45,11 @@ last=$(sed -n 's/^0: step *60 *loss //p' "$T/job.out")
 if [ -n "$first" ] && [ -n "$last" ] && awk "BEGIN{exit !($last < $first)}"; then
     ok "loss fell from $first to $last"
 else fail "loss did not fall ('$first' -> '$last')"; fi
+pa=$(sed -n 's/^a: 0: .*ring ready by coordinator dcsl1:\([0-9]*\) .*/\1/p' "$T/job.out")
+pb=$(sed -n 's/^b: 0: .*ring ready by coordinator dcsl1:\([0-9]*\) .*/\1/p' "$T/job.out")
+grep -q '^a: 0: weights identical on all 3 ranks' "$T/job.out" &&
+    grep -q '^b: 0: weights identical on all 3 ranks' "$T/job.out" && [ -n "$pa" ] && [ -n "$pb" ] &&
+    [ "$pa" != "$pb" ] && ok "two steps side by side, at ports $pa and $pb" ||
+    fail "two steps side by side: ports '$pa' '$pb'; $(grep -E '^[ab]: ' "$T/job.out" | grep -v step | head -4)"
 expect_none_left 10 "$train"
 finish
