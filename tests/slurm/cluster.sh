@@ -6,7 +6,8 @@
 #                           (a file) records where it all is
 #   cluster.sh STATE down   kill every daemon, delete the namespaces and files
 #   . cluster.sh; cluster_load STATE   (for a test case) sets CL_DIR, CL_NS[],
-#                           and cl_login / cl_host to run commands there
+#                           cl_login (a command on the login host) and
+#                           cl_pids (the processes of a host)
 # Exits 77 (ctest: skipped) naming what is missing: root, ip netns, unshare,
 # Slurm's daemons and clients (Debian's slurm-wlm), munged (munge).
 # Each daemon runs in a namespace host of its own: its own network, hostname
