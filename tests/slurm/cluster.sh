@@ -257,7 +257,13 @@ cluster_down() { # state
         done
         ip netns del "$ns" 2>/dev/null
     done
-    pid=$(cat "$CL_DIR/munge/munged.pid" 2>/dev/null) && kill "$pid" 2>/dev/null
+    # munged writes its seed file as it exits: gone before its folder goes
+    if pid=$(cat "$CL_DIR/munge/munged.pid" 2>/dev/null) && kill "$pid" 2>/dev/null; then
+        for _ in $(seq 50); do
+            [ -d "/proc/$pid" ] && [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ] || break
+            sleep 0.1
+        done
+    fi
     case $CL_DIR in /tmp/dcslurm.*) rm -rf "$CL_DIR" ;; esac
     rm -f "$state"
 }
