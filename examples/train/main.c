@@ -511,8 +511,10 @@ static dc_status sync_state(run *r, long long *done) {
  * batch then cut among the survivors: share_first). started: when the
  * failed step began (on the victim: its kill, at the same step's start). */
 static long long recover(run *r, long long done, double started) {
-  fprintf(stderr, "train: rank %d: %s failed: %s (%s); shrinking the group\n",
-          r->rank, r->failed_op, dc_strerror(r->step_st),
+  fprintf(stderr,
+          "train: rank %d: %s failed after %lld steps: %s (%s); shrinking "
+          "the group\n",
+          r->rank, r->failed_op, done, dc_strerror(r->step_st),
           dc_group_last_error(r->g));
   r->t_lost = started;
   int tries = r->size;

@@ -36,7 +36,7 @@ grep -Eq "^distcomm-launch: rank $victim \(pid [0-9]+ on [^)]*\) was killed by s
   fail "no launcher line names rank $victim killed"
 grep -q "^distcomm-launch: --keep-going: $left of $n ranks finished, 1 lost" "$dir/out" ||
   fail "the launcher does not count $left of $n ranks finished"
-saw=$(grep -Ec "^train: rank [0-9]+: dc_average_gradients(_wait|_ready)? failed: .*rank $victim .*; shrinking the group$" "$dir/out")
+saw=$(grep -Ec "^train: rank [0-9]+: dc_average_gradients(_wait|_ready)? failed after $((at - 1)) steps: .*rank $victim .*; shrinking the group$" "$dir/out")
 [ "$saw" -eq "$left" ] || fail "$saw of $left survivors report the loss of rank $victim"
 grep -q "^elastic: lost world rank $victim; $left ranks\? go\(es\)\? on from step $at:" "$dir/out" ||
   fail "rank 0 does not say that rank $victim went and $left go on from step $at"
