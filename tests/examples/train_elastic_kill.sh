@@ -1,9 +1,10 @@
 #!/bin/bash
 # train_elastic_kill.sh LAUNCHER TRAIN N shm|tcp [ARGS]: examples/train --elastic
-# on N ranks; the last rank is killed from outside (SIGKILL, by its pid)
+# on N ranks; a rank (the newest pid) is killed from outside with SIGKILL
 # once rank 0 has logged step 60 of 1000: at whatever point of a step it
-# is, most likely inside an all_sum that some ranks may have finished and
-# others not. Passes when the launcher ends with status 0 and names the
+# is, most likely inside an all_sum (in the runs seen, every survivor
+# then failed in the same step, so rank 0's state broadcast changed
+# nothing: a rank one step ahead is handled, not shown). Passes when the launcher ends with status 0 and names the
 # killed rank, rank 0 names it lost, the survivors' weights are identical,
 # the losses logged up to 40 steps after the resume point are within 5e-5
 # relative of the run without a kill (the survivors resume from the new
@@ -27,7 +28,8 @@ for _ in $(seq 2000); do
   grep -q '^step   60 ' "$dir/out" && break
   sleep 0.05
 done
-# the launcher's children are the ranks, started in rank order
+# the launcher's children are the ranks; which one goes does not matter
+# (the launcher's line names it)
 ranks=$(pgrep -P "$job" | sort -n)
 victim_pid=$(printf '%s\n' "$ranks" | tail -1)
 if [ "$(printf '%s\n' "$ranks" | grep -c .)" -ne "$n" ]; then
