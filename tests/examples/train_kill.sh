@@ -6,6 +6,8 @@
 #     exits non-zero;
 #   - --keep-going: each survivor's op fails naming rank 1, it exits 1,
 #     and so does the job.
+# And --elastic where the group cannot shrink (the mesh backend): each
+# survivor says why its shrink failed and exits 1.
 set -u
 launcher=$1 train=$2
 out=$(mktemp /tmp/distcomm-trainkill.XXXXXX)
@@ -32,4 +34,12 @@ cat "$out"
 n=$(grep -Ec "^train: rank [02]: dc_average_gradients failed: .*rank 1 " "$out")
 [ "$n" -eq 2 ] || fail "--keep-going: $n of 2 survivors name rank 1 in their error"
 grep -q "shrinking" "$out" && fail "--keep-going: shrank without --elastic"
-echo "ok - without --elastic a lost rank ends the job, named"
+
+timeout -k 5 60 "$launcher" -n 3 --keep-going --backend jaccl -- "$train" "${args[@]}" --elastic \
+  >"$out" 2>&1
+rc=$?
+cat "$out"
+[ "$rc" -eq 1 ] || fail "--elastic on the mesh: exit status $rc, not 1"
+n=$(grep -Ec "^train: rank [02]: dc_group_shrink failed: not supported .*mesh backend" "$out")
+[ "$n" -eq 2 ] || fail "--elastic on the mesh: $n of 2 survivors say the shrink is not supported"
+echo "ok - without --elastic a lost rank ends the job, named; on the mesh --elastic says why not"
