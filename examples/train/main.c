@@ -9,6 +9,10 @@
  * rank the same program is ordinary single-process training: N ranks follow
  * the same loss curve up to the rounding of a different summation order.
  *
+ * --elastic (docs/reliability.md): when an op fails because a rank is
+ * lost, the survivors shrink the group, take the new rank 0's state, redo
+ * the failed step and go on, each batch cut among them (recover()).
+ *
  *   distcomm-launch -n 2 -- examples/train [--steps N] [--batch B] ...
  */
 #include <errno.h>
