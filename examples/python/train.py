@@ -133,13 +133,15 @@ def recover(g, err, world_rank, members, state):
     print(f"train.py: rank {g.rank()}: step {done + 1}: {err}; shrinking the group",
           file=sys.stderr, flush=True)
     for _ in range(len(members)):
-        for tries in range(len(members)):
+        for tries in range(1, len(members) + 1):
             try:
                 g = g.shrink()
                 break
-            except (distcomm.PeerLostError, distcomm.TimeoutError):
-                if tries + 1 == len(members):
-                    raise
+            except (distcomm.PeerLostError, distcomm.TimeoutError) as e:
+                if tries == len(members):   # a survivor lost during it: again
+                    raise SystemExit(f"train.py: rank {g.rank()}: shrink failed: {e}")
+            except distcomm.Error as e:     # not supported, or left out
+                raise SystemExit(f"train.py: rank {g.rank()}: shrink failed: {e}")
         try:
             left = [int(v) for v in distcomm.all_gather(np.array([world_rank], np.int32), group=g)]
             head = distcomm.broadcast(np.array([done, opt.t], np.int64), 0, group=g)
@@ -150,7 +152,8 @@ def recover(g, err, world_rank, members, state):
                         p[k][...] = distcomm.broadcast(p[k], 0, group=g)
             break
         except distcomm.Error as e:   # another rank lost: shrink this group
-            err = e
+            print(f"train.py: rank {g.rank()}: sharing the state: {e}; shrinking again",
+                  file=sys.stderr, flush=True)
     else:
         raise SystemExit(f"train.py: rank {g.rank()}: still losing ranks; giving up")
     opt.t = int(head[1])
@@ -183,6 +186,11 @@ def main():
     world = distcomm.init()
     rank, size = world.rank(), world.size()
     world_rank, members = rank, list(range(size))
+    if args.die_at and args.die_rank >= size:
+        if rank == 0:
+            print(f"train.py: --die-rank {args.die_rank} is not one of the {size} ranks",
+                  file=sys.stderr)
+        return 2
     rng = np.random.default_rng(args.seed)
     x, y = spiral(6000, 3, rng)
     xtr, ytr, xte, yte = x[:4800], y[:4800], x[4800:], y[4800:]
