@@ -102,6 +102,20 @@ void sampler_next(sampler *s, int batch, int *out) {
   s->pos += batch;
 }
 
+void sampler_seek(sampler *s, long long done, int batch) {
+  /* sampler_next drops each epoch's partial batch, so an epoch holds
+   * n / batch batches; the permutation of an epoch is that of the one
+   * before, shuffled again, so it is rebuilt from the identity. */
+  long long per_epoch = s->n / batch;
+  int epoch = (int)(done / per_epoch);
+  for (int i = 0; i < s->n; i++)
+    s->perm[i] = i;
+  for (s->epoch = 0; s->epoch <= epoch; s->epoch++)
+    shuffle(s);
+  s->epoch = epoch;
+  s->pos = (int)(done % per_epoch) * batch;
+}
+
 void sampler_free(sampler *s) {
   free(s->perm);
   s->perm = NULL;

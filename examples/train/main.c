@@ -9,6 +9,10 @@
  * rank the same program is ordinary single-process training: N ranks follow
  * the same loss curve up to the rounding of a different summation order.
  *
+ * --elastic (docs/reliability.md): when an op fails because a rank is
+ * lost, the survivors shrink the group, take the new rank 0's state, redo
+ * the failed step and go on, each batch cut among them (recover()).
+ *
  *   distcomm-launch -n 2 -- examples/train [--steps N] [--batch B] ...
  */
 #include <errno.h>
@@ -16,6 +20,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,7 @@
 
 typedef struct options {
   int steps, batch, hidden, layers, points, classes, log_every, adam, overlap;
+  int elastic, die_at, die_rank; /* die_at 0: nobody dies */
   double lr;
   unsigned long long seed;
   long long bucket_bytes;
@@ -36,7 +42,7 @@ static const char usage[] =
     "usage: train [--steps N] [--batch B] [--hidden H] [--layers L] [--lr X]\n"
     "             [--seed S] [--bucket-bytes N] [--overlap]\n"
     "             [--optimizer adam|sgd] [--points N] [--classes K]\n"
-    "             [--log-every N]\n"
+    "             [--log-every N] [--elastic] [--die-at STEP [--die-rank R]]\n"
     "Trains an MLP (L hidden layers of width H, default 2 x 64) on generated\n"
     "spirals, data-parallel over the ranks of the distcomm world group. B\n"
     "must divide evenly by the number of ranks. --bucket-bytes 0 averages the\n"
@@ -44,7 +50,12 @@ static const char usage[] =
     "bucket as soon as backward produces it (the last layer first) and waits\n"
     "once after backward; its buckets default to 1 MiB, so that each large\n"
     "layer travels on its own. --hidden 1024 --layers 4 --batch 16 is a size\n"
-    "at which communication matters.\n";
+    "at which communication matters.\n"
+    "--elastic: when a rank is lost, the others shrink the group, take the\n"
+    "new rank 0's weights, optimizer state and step, share each batch among\n"
+    "themselves and go on (start with distcomm-launch --keep-going).\n"
+    "--die-at STEP: rank R (default 1) kills itself (SIGKILL) as it starts\n"
+    "step STEP, to show that.\n";
 
 static double now(void) {
   struct timespec ts;
@@ -125,6 +136,17 @@ static int parse_option(int id, const char *name, const char *arg, options *o,
     }
     break;
   }
+  case 'E':
+    o->elastic = 1;
+    break;
+  case 'D':
+    rc = parse_int(name, arg, 1, INT_MAX, &v, err, errlen);
+    o->die_at = (int)v;
+    break;
+  case 'R':
+    rc = parse_int(name, arg, 0, INT_MAX, &v, err, errlen);
+    o->die_rank = (int)v;
+    break;
   case 'o':
     if (strcmp(arg, "adam") && strcmp(arg, "sgd")) {
       snprintf(err, errlen, "--optimizer must be adam or sgd, got '%s'", arg);
@@ -152,6 +174,9 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
       {"points", required_argument, NULL, 'p'},
       {"classes", required_argument, NULL, 'k'},
       {"log-every", required_argument, NULL, 'L'},
+      {"elastic", no_argument, NULL, 'E'},
+      {"die-at", required_argument, NULL, 'D'},
+      {"die-rank", required_argument, NULL, 'R'},
       {"help", no_argument, NULL, 'H'},
       {NULL, 0, NULL, 0}};
   *o = (options){.steps = 300,
@@ -164,6 +189,7 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
                  .adam = 1,
                  .lr = 0.01,
                  .seed = 1,
+                 .die_rank = 1,
                  .bucket_bytes = DC_ALL_REDUCE_SIZE_DEFAULT};
   opterr = 0; /* our own messages: one line, from rank 0 only */
   int id, at;
@@ -196,6 +222,11 @@ static int parse_options(int argc, char **argv, int ranks, options *o,
              o->batch, ranks);
     return -1;
   }
+  if (o->die_at && o->die_rank >= ranks) {
+    snprintf(err, errlen, "--die-rank %d is not one of the %d ranks",
+             o->die_rank, ranks);
+    return -1;
+  }
   if (o->batch > o->points) {
     snprintf(err, errlen, "--batch %d is larger than the data set (%d points)",
              o->batch, o->points);
@@ -223,12 +254,39 @@ typedef struct run {
   dc_grad_average *avg; /* --overlap: the step's averaging in flight */
   double t_compute, t_comm, t_ready; /* t_ready: this step's ready calls */
   unsigned long long sums_per_step;
+  int said_header;
+  /* --elastic */
+  int world_rank; /* the rank at the start: --die-rank names it */
+  int *members;   /* the world ranks of g's members, in rank order */
+  int nmembers;
+  float scale;           /* share * size / batch: 1 unless shares differ */
+  dc_status step_st;     /* the step's first failure */
+  const char *failed_op; /* and what failed */
+  int redone;            /* the step redone after a shrink, 0: none */
+  double t_lost, t_shrunk, t_synced; /* that recovery's timeline */
 } run;
 
 static void die(run *r, const char *what, dc_status st) {
   fprintf(stderr, "train: rank %d: %s failed: %s (%s)\n", r->rank, what,
           dc_strerror(st), dc_group_last_error(r->g));
   exit(1);
+}
+
+/* A failed op: the end without --elastic; with it, noted for recover(). */
+static dc_status failed(run *r, const char *what, dc_status st) {
+  if (!r->opt.elastic)
+    die(r, what, st);
+  if (r->step_st == DC_OK) {
+    r->step_st = st;
+    r->failed_op = what;
+  }
+  return st;
+}
+
+/* Rank k's share of the global batch starts here: contiguous slices, the
+ * same as batch / size each when that divides (always at the start). */
+static int share_first(const run *r, int k) {
+  return (int)((long long)r->opt.batch * k / r->size);
 }
 
 static int setup(run *r) {
@@ -241,8 +299,12 @@ static int setup(run *r) {
       mlp_init(&r->grad, 2, o->hidden, o->classes, o->layers + 1) ||
       workspace_init(&r->ws, &r->model, o->batch / r->size) ||
       optimizer_init(&r->opt_state, o->adam, (float)o->lr, r->model.nparams) ||
-      !(r->idx = malloc((size_t)o->batch * sizeof *r->idx)))
+      !(r->idx = malloc((size_t)o->batch * sizeof *r->idx)) ||
+      !(r->members = malloc((size_t)r->size * sizeof *r->members)))
     return -1;
+  for (int k = 0; k < r->size; k++)
+    r->members[k] = k;
+  r->nmembers = r->size;
   /* Same seed, same weights on every rank: no broadcast needed. */
   mlp_randomize(&r->model, o->seed);
   /* What gets averaged each step: every weight and bias gradient, and the
@@ -271,6 +333,7 @@ static void teardown(run *r) {
   workspace_free(&r->ws);
   optimizer_free(&r->opt_state);
   free(r->idx);
+  free(r->members);
 }
 
 static void print_header(const run *r) {
@@ -301,15 +364,30 @@ static void print_header(const run *r) {
 /* --overlap: backward finished layer k; its weight and bias are list
  * entries 2j and 2j + 1 with j = layers - 1 - k. The time spent here
  * (packing, queueing) counts as communication, not compute. */
+/* Uneven shares (after a shrink): a rank's gradient is the mean over its
+ * share, so it is weighted by share * size / batch before the average, to
+ * make the average the global batch's mean. */
+static void scale_layer(run *r, int k) {
+  layer *l = &r->grad.l[k];
+  for (size_t i = 0; i < (size_t)l->out * l->in; i++)
+    l->w[i] *= r->scale;
+  for (int i = 0; i < l->out; i++)
+    l->b[i] *= r->scale;
+}
+
 static void layer_done(void *arg, int k) {
   run *r = arg;
+  if (r->step_st != DC_OK) /* a peer is lost: the wait reports it */
+    return;
   double t0 = now();
+  if (r->scale != 1.0f)
+    scale_layer(r, k);
   size_t j = (size_t)(r->model.layers - 1 - k);
   dc_status st = dc_average_gradients_ready(r->avg, 2 * j);
   if (st == DC_OK)
     st = dc_average_gradients_ready(r->avg, 2 * j + 1);
   if (st != DC_OK)
-    die(r, "dc_average_gradients_ready", st);
+    failed(r, "dc_average_gradients_ready", st);
   r->t_ready += now() - t0;
 }
 
@@ -317,21 +395,28 @@ static void layer_done(void *arg, int k) {
  * the bucketed average, the update. Returns the global batch's mean loss.
  * Communication time is what the step spends on it: with --overlap, the
  * ready calls and the final wait, not what ran behind backward. */
-static float step(run *r) {
-  int local = r->opt.batch / r->size;
+static dc_status step(run *r) {
+  int first = share_first(r, r->rank);
+  int local = share_first(r, r->rank + 1) - first;
+  r->scale = (float)((double)local * r->size / r->opt.batch);
   sampler_next(&r->batches, r->opt.batch, r->idx);
   double t0 = now();
   dc_status st = DC_OK;
   r->t_ready = 0;
+  r->step_st = DC_OK;
   if (r->opt.overlap) {
     st = dc_average_gradients_start(r->g, r->list, r->ntensors,
                                     r->opt.bucket_bytes, &r->avg);
     if (st != DC_OK)
-      die(r, "dc_average_gradients_start", st);
+      return failed(r, "dc_average_gradients_start", st);
   }
-  r->loss =
-      mlp_loss_grad(&r->model, &r->train, r->idx + r->rank * local, local,
-                    &r->grad, &r->ws, r->opt.overlap ? layer_done : NULL, r);
+  r->loss = mlp_loss_grad(&r->model, &r->train, r->idx + first, local, &r->grad,
+                          &r->ws, r->opt.overlap ? layer_done : NULL, r);
+  if (r->scale != 1.0f) {
+    r->loss *= r->scale;
+    for (int k = 0; !r->opt.overlap && k < r->model.layers; k++)
+      scale_layer(r, k);
+  }
   double t1 = now();
   if (r->opt.overlap) /* the loss is the last entry: taken as ready here */
     st = dc_average_gradients_wait(r->avg);
@@ -339,19 +424,147 @@ static float step(run *r) {
     st = dc_average_gradients(r->g, r->list, r->ntensors, r->opt.bucket_bytes);
   r->avg = NULL;
   if (st != DC_OK)
-    die(r,
-        r->opt.overlap ? "dc_average_gradients_wait" : "dc_average_gradients",
-        st);
+    failed(r,
+           r->opt.overlap ? "dc_average_gradients_wait"
+                          : "dc_average_gradients",
+           st);
+  if (r->step_st != DC_OK)
+    return r->step_st;
   double t2 = now();
   optimizer_step(&r->opt_state, &r->model, &r->grad);
   r->t_compute += (t1 - t0 - r->t_ready) + (now() - t2);
   r->t_comm += (t2 - t1) + r->t_ready;
-  return r->loss;
+  return DC_OK;
+}
+
+/* ---- --elastic: shrink to the survivors and go on ------------------------
+ */
+
+/* Replaces the group by the survivors' (dc_group_shrink, retried when a
+ * survivor is lost during it). A rank that cannot go on ends here. */
+static void shrink_group(run *r) {
+  dc_group *s = NULL;
+  dc_status st;
+  for (int tries = 1; (st = dc_group_shrink(r->g, &s)) != DC_OK; tries++)
+    if ((st != DC_ERR_PEER_LOST && st != DC_ERR_TIMEOUT) || tries >= r->size) {
+      fprintf(stderr, "train: rank %d: dc_group_shrink failed: %s (%s)\n",
+              r->rank, dc_strerror(st), dc_last_error());
+      exit(1);
+    }
+  dc_group_free(r->g);
+  r->g = s;
+  r->rank = dc_group_rank(s);
+  r->size = dc_group_size(s);
+}
+
+/* The world ranks that were members and are not in left (the survivors,
+ * in the same order), then who goes on. */
+static void say_lost(const run *r, const int *left, long long done) {
+  printf("elastic: lost world rank");
+  for (int j = 0, k = 0; j < r->nmembers; j++) {
+    if (k < r->size && left[k] == r->members[j])
+      k++;
+    else
+      printf(" %d", r->members[j]);
+  }
+  printf("; %d rank%s go%s on from step %lld:", r->size,
+         r->size == 1 ? "" : "s", r->size == 1 ? "es" : "", done + 1);
+  for (int k = 0; k < r->size; k++)
+    printf(" %d", left[k]);
+  printf(" (world ranks) share each batch of %d\n", r->opt.batch);
+  fflush(stdout);
+}
+
+/* Every survivor takes the new rank 0's weights, optimizer state and count
+ * of steps done (*done: this rank's in, rank 0's out), and learns who is
+ * left. Rank 0 says which ranks went. */
+static dc_status sync_state(run *r, long long *done) {
+  int *left = malloc((size_t)r->size * sizeof *left);
+  if (!left) {
+    fprintf(stderr, "train: rank %d: out of memory\n", r->rank);
+    exit(1);
+  }
+  long long head[2] = {*done, r->opt_state.t};
+  size_t np = r->model.nparams;
+  dc_status st = dc_all_gather(r->g, &r->world_rank, left, 1, DC_INT32);
+  if (st == DC_OK)
+    st = dc_broadcast(r->g, head, 2, DC_INT64, 0);
+  if (st == DC_OK)
+    st = dc_broadcast(r->g, r->model.params, np, DC_FLOAT32, 0);
+  if (st == DC_OK && r->opt.adam)
+    st = dc_broadcast(r->g, r->opt_state.m, np, DC_FLOAT32, 0);
+  if (st == DC_OK && r->opt.adam)
+    st = dc_broadcast(r->g, r->opt_state.v, np, DC_FLOAT32, 0);
+  if (st != DC_OK) {
+    free(left);
+    return failed(r, "sharing the state", st);
+  }
+  if (r->rank == 0)
+    say_lost(r, left, head[0]);
+  *done = head[0];
+  r->opt_state.t = head[1];
+  free(r->members);
+  r->members = left;
+  r->nmembers = r->size;
+  return DC_OK;
+}
+
+/* --elastic: an op failed on this rank (a peer lost). Shrinks to the
+ * survivors and takes the new rank 0's state; another loss meanwhile
+ * shrinks again. Returns the steps done from which training goes on (each
+ * batch then cut among the survivors: share_first). started: when the
+ * failed step began (on the victim: its kill, at the same step's start). */
+static long long recover(run *r, long long done, double started) {
+  fprintf(stderr,
+          "train: rank %d: %s failed after %lld steps: %s (%s); shrinking "
+          "the group\n",
+          r->rank, r->failed_op, done, dc_strerror(r->step_st),
+          dc_group_last_error(r->g));
+  r->t_lost = started;
+  int tries = r->size;
+  do {
+    if (tries-- == 0) {
+      fprintf(stderr, "train: rank %d: still losing ranks; giving up\n",
+              r->rank);
+      exit(1);
+    }
+    shrink_group(r);
+    r->t_shrunk = now();
+    r->step_st = DC_OK;
+  } while (sync_state(r, &done) != DC_OK);
+  r->t_synced = now();
+  sampler_seek(&r->batches, done, r->opt.batch);
+  workspace_free(&r->ws);
+  if (workspace_init(&r->ws, &r->model, share_first(r, 1) + 1)) {
+    fprintf(stderr, "train: rank %d: out of memory\n", r->rank);
+    exit(1);
+  }
+  r->redone = (int)done + 1;
+  return done;
+}
+
+/* After the first step done since a recovery: how long it took. */
+static void say_recovered(run *r, int s) {
+  if (r->rank == 0)
+    printf("elastic: step %d done on %d rank%s %.3f s after the failed step "
+           "began (shrink %.3f s, state %.3f s)\n",
+           s, r->size, r->size == 1 ? "" : "s", now() - r->t_lost,
+           r->t_shrunk - r->t_lost, r->t_synced - r->t_shrunk);
+  fflush(stdout);
+  r->redone = 0;
+}
+
+/* --die-at: the victim goes as a crash would, without a word to the peers. */
+static void die_now(const run *r, int s) {
+  fflush(stdout);
+  fprintf(stderr, "train: rank %d: --die-at %d: killing myself (SIGKILL)\n",
+          r->rank, s);
+  raise(SIGKILL);
 }
 
 /* Held-out accuracy: each rank scores its own slice of the test set and one
  * all_sum adds up the counts. */
-static double accuracy(run *r) {
+static dc_status accuracy(run *r, double *pct) {
   int n = r->test.n;
   int first = (int)((long long)n * r->rank / r->size);
   int last = (int)((long long)n * (r->rank + 1) / r->size);
@@ -359,8 +572,9 @@ static double accuracy(run *r) {
       mlp_count_correct(&r->model, &r->test, first, last - first, &r->ws);
   dc_status st = dc_all_sum(r->g, &correct, &correct, 1, DC_INT64);
   if (st != DC_OK)
-    die(r, "all_sum of the accuracy", st);
-  return 100.0 * (double)correct / n;
+    return failed(r, "all_sum of the accuracy", st);
+  *pct = 100.0 * (double)correct / n;
+  return DC_OK;
 }
 
 /* FNV-1a of the weights' bytes: equal checksums on every rank mean the
@@ -373,19 +587,20 @@ static uint64_t checksum(const mlp *m) {
   return h;
 }
 
+/* 0: identical; 1: they differ; a status < 0 when the exchange failed. */
 static int check_weights(run *r) {
   uint64_t mine = checksum(&r->model), hi = mine, lo = mine;
   dc_status st = dc_all_max(r->g, &hi, &hi, 1, DC_UINT64);
   if (st == DC_OK)
     st = dc_all_min(r->g, &lo, &lo, 1, DC_UINT64);
   if (st != DC_OK)
-    die(r, "checksum exchange", st);
+    return failed(r, "checksum exchange", st);
   if (hi != lo) {
     fprintf(stderr,
             "train: rank %d: WEIGHTS DIFFER BETWEEN RANKS: mine "
             "0x%016" PRIx64 ", min 0x%016" PRIx64 ", max 0x%016" PRIx64 "\n",
             r->rank, mine, lo, hi);
-    return -1;
+    return 1;
   }
   if (r->rank == 0)
     printf("weights identical on all %d rank%s (checksum 0x%016" PRIx64 ")\n",
@@ -393,24 +608,43 @@ static int check_weights(run *r) {
   return 0;
 }
 
+/* Step *s; 0 when it failed and --elastic recovered: *s is then the
+ * survivors' count of steps done, from which the loop goes on. */
+static int step_or_recover(run *r, int *s) {
+  if (*s == r->opt.die_at && r->world_rank == r->opt.die_rank)
+    die_now(r, *s);
+  double t0 = now();
+  unsigned long long c0 = dc_group_collectives(r->g);
+  if (step(r) != DC_OK) {
+    *s = (int)recover(r, *s - 1, t0);
+    return 0;
+  }
+  if (!r->said_header) {
+    r->sums_per_step = dc_group_collectives(r->g) - c0;
+    r->said_header = 1;
+    if (r->rank == 0)
+      print_header(r);
+  }
+  if (r->redone)
+    say_recovered(r, *s);
+  return 1;
+}
+
 static void train(run *r) {
-  unsigned long long before = dc_group_collectives(r->g);
   double start = now();
   for (int s = 1; s <= r->opt.steps; s++) {
-    float loss = step(r);
-    if (s == 1) {
-      r->sums_per_step = dc_group_collectives(r->g) - before;
-      if (r->rank == 0)
-        print_header(r);
-    }
+    if (!step_or_recover(r, &s))
+      continue;
     if (r->rank == 0 &&
         (s == 1 || s % r->opt.log_every == 0 || s == r->opt.steps)) {
-      printf("step %4d  loss %.6f\n", s, loss);
+      printf("step %4d  loss %.6f\n", s, r->loss);
       fflush(stdout);
     }
   }
   double elapsed = now() - start;
-  double acc = accuracy(r);
+  double acc;
+  while (accuracy(r, &acc) != DC_OK)
+    recover(r, r->opt.steps, now());
   if (r->rank == 0)
     printf("held-out accuracy %.2f%% (%d points) | %.0f samples/s | "
            "communication %.0f%% of step time\n",
@@ -431,7 +665,7 @@ int main(int argc, char **argv) {
             dc_last_error());
     return 1;
   }
-  r.rank = dc_group_rank(r.g);
+  r.rank = r.world_rank = dc_group_rank(r.g);
   r.size = dc_group_size(r.g);
   char err[256];
   int rc = parse_options(argc, argv, r.size, &r.opt, err, sizeof err);
@@ -449,7 +683,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   train(&r);
-  rc = check_weights(&r);
+  while ((rc = check_weights(&r)) < 0)
+    recover(&r, r.opt.steps, now());
   teardown(&r);
   dc_group_free(r.g);
   return rc ? 1 : 0;

@@ -41,6 +41,9 @@ typedef struct sampler {
 int sampler_init(sampler *s, int n, uint64_t seed);
 /* The next global batch: out[0..batch) are indices into the training set. */
 void sampler_next(sampler *s, int batch, int *out);
+/* Back to where sampler_next has handed out `done` batches of `batch`
+ * since sampler_init (elastic training resumes a step so). */
+void sampler_seek(sampler *s, long long done, int batch);
 void sampler_free(sampler *s);
 
 /* ---- model.c: an MLP with softmax cross-entropy ------------------------- */

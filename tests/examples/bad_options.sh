@@ -43,6 +43,8 @@ expect 0 "train: " "larger than the data set" "$train" --batch 512 --points 100
 expect 2 "train: " "does not split evenly over 2 ranks" "$train" --batch 255
 expect 4 "train: " "does not split evenly over 4 ranks" "$train" --batch 6
 expect 4 "train: " "--hidden" "$train" --hidden -3
+expect 0 "train: " "--die-at" "$train" --die-at 0
+expect 2 "train: " "--die-rank 2 is not one of the 2 ranks" "$train" --die-at 5 --die-rank 2
 expect 0 "tensor_parallel: " "--batch" "$tp" --batch 0
 expect 0 "tensor_parallel: " "--hidden" "$tp" --hidden -1
 expect 0 "tensor_parallel: " "--nope" "$tp" --nope
