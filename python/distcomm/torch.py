@@ -1184,4 +1184,11 @@ def _register():
         mesh.new_group = new_group
 
 
+def register():
+    """Registers the "distcomm" backend (importing this module does it):
+    for hooks that name a function to run in each worker, e.g. Ray's
+    runtime_env={"worker_process_setup_hook": "distcomm.torch.register"}."""
+    _register()
+
+
 _register()

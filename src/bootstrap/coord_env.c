@@ -257,6 +257,35 @@ static dc_status pet(long *rank, long *size, char *err, size_t errlen) {
   return st;
 }
 
+static int loopback(const dc_addr *a) {
+  const struct sockaddr_in *v4 = (const void *)&a->sa;
+  const struct sockaddr_in6 *v6 = (const void *)&a->sa;
+  if (a->sa.ss_family == AF_INET)
+    return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+  return a->sa.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+}
+
+/* An operator's job of several nodes is several pods, each with a network
+ * of its own: without a token (protected mode) the other pods' processes
+ * would be refused, and rank 0 would wait out the timeout; refuse it now on
+ * every rank. A loopback coordinator is one machine standing in for them. */
+static int pet_nodes_ok(const dc_coord *c, char *err, size_t errlen) {
+  long nodes = 0;
+  char why[160];
+  if (pet_int(DC_ENV_PET_NNODES, &nodes, why, sizeof why) != DC_OK ||
+      nodes < 2 || loopback(&c->addr) || set(DC_ENV_JOB_TOKEN) ||
+      set(DC_ENV_JOB_TOKEN_FILE) || dc_env_flag(DC_ENV_INSECURE) == 1)
+    return 1;
+  snprintf(err, errlen,
+           "PET_NNODES=%ld: the job spans %ld nodes (pods) but has no "
+           "DISTCOMM_JOB_TOKEN: without one the coordinator %s (%s) lets in "
+           "only its own host's processes; mount a Secret and set "
+           "DISTCOMM_JOB_TOKEN_FILE to it (or DISTCOMM_JOB_TOKEN from it) on "
+           "every rank, or DISTCOMM_INSECURE=1 on a trusted network",
+           nodes, nodes, c->addr.text, c->from);
+  return 0;
+}
+
 /* Rank and size, each from the first source set (the order at the top). */
 static dc_status rank_size(long *rank, const char **rn, long *size,
                            const char **sn, char *err, size_t errlen) {
@@ -307,6 +336,8 @@ dc_status dc_coord_from_env_sized(dc_coord *c, int rows, const char *rows_from,
              rank, sn, size, size - 1);
     return DC_ERR_CONFIG;
   }
+  if (strcmp(rn, PET_RANK) == 0 && !pet_nodes_ok(c, err, errlen))
+    return DC_ERR_CONFIG;
   c->rank = (int)rank;
   c->size = (int)size;
   return DC_OK;

@@ -72,6 +72,9 @@ static int read_setup(struct dcl_agent_setup *s) {
   s->env.hostfile =
       dcl_write_hostfile_text(v[DCL_S_HOSTFILE] ? v[DCL_S_HOSTFILE] : "[]");
   s->env.launcher_pid = getpid();
+  s->env.master_addr = v[DCL_S_MASTER_ADDR];
+  s->env.master_port = v[DCL_S_MASTER_PORT];
+  s->env.local_size = (int)s->n_ranks;
   return s->env.hostfile == NULL ? 1 : 0;
 }
 
@@ -432,6 +435,7 @@ static void start_all(struct agent *a, struct dcl_agent_setup *s) {
   for (size_t i = 0; i < a->n; i++) {
     struct arank *k = &a->ranks[i];
     k->r.index = s->ranks[i];
+    k->r.local = (int)i;
     k->r.cpu = dcl_bind_cpu(&s->opts, (int)i, (int)a->n);
     where_rank(k->r.index, s->strs[DCL_S_HOST]);
     int rc = dcl_spawn_rank(&k->r, &s->env);

@@ -35,8 +35,9 @@ static int add_rank(struct dcl_agent_setup *s, const char *text) {
 /* Frames whose payload stays in the setup: single values, variables, the
  * command's words. Returns 0, -1 (no memory), or 1 for any other type. */
 static int keep(struct dcl_agent_setup *s, int type, char *p) {
-  static const char single[DCL_S_N] = {DCL_W_JOB, DCL_W_TOKEN,   DCL_W_HOSTFILE,
-                                       DCL_W_CWD, DCL_W_CWD_TRY, DCL_W_HOST};
+  static const char single[DCL_S_N] = {
+      DCL_W_JOB,     DCL_W_TOKEN, DCL_W_HOSTFILE,    DCL_W_CWD,
+      DCL_W_CWD_TRY, DCL_W_HOST,  DCL_W_MASTER_ADDR, DCL_W_MASTER_PORT};
   const char *k = type > 0 ? memchr(single, type, sizeof single) : NULL;
   if (k != NULL) {
     free(s->strs[k - single]);

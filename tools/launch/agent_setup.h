@@ -18,6 +18,8 @@ enum {
   DCL_S_CWD,
   DCL_S_CWD_TRY,
   DCL_S_HOST,
+  DCL_S_MASTER_ADDR,
+  DCL_S_MASTER_PORT,
   DCL_S_N
 };
 

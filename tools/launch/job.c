@@ -168,6 +168,7 @@ int dcl_job_start(struct dcl_job *j, const struct dcl_launch_env *e) {
     return start_links(j, e);
   for (int i = 0; i < j->n; i++) {
     j->ranks[i].cpu = dcl_bind_cpu(e->opts, i, j->n);
+    j->ranks[i].local = i;
     int rc = dcl_spawn_rank(&j->ranks[i], e);
     j->started = i + 1;
     if (rc != 0) {

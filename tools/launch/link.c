@@ -50,6 +50,10 @@ void dcl_remote_setup(struct dcl_job *j, int l,
     send_str(link, DCL_W_MLX, "1");
   if (o->bind_core)
     send_str(link, DCL_W_BIND, "1");
+  if (e->master_addr != NULL && e->master_port != NULL) {
+    send_str(link, DCL_W_MASTER_ADDR, e->master_addr);
+    send_str(link, DCL_W_MASTER_PORT, e->master_port);
+  }
   for (int i = 0; i < j->n; i++) {
     if (j->link_of[i] != l)
       continue;

@@ -24,6 +24,7 @@ struct dcl_inq {
 
 struct dcl_rank {
   int index;
+  int local;        /* its number among its host's ranks (LOCAL_RANK) */
   int cpu;          /* --bind-to core: the one CPU it may run on; -1: any */
   const char *host; /* the ssh name of a remote rank, NULL for a local one */
   char **ssh_argv;  /* remote: the ssh command that runs the agent there */

@@ -227,9 +227,10 @@ static struct host_probe *probe_of(struct host_probe *hs, size_t n,
 
 /* MLX's numbering: one counter across ranks, addresses and connections;
  * from --starting-port exactly, or from a random base skipping the ports
- * that the probe saw in use on the rank's host. */
+ * that the probe saw in use on the rank's host. *master: the next port
+ * free on rank 0's host, torchrun's MASTER_PORT. */
 static char *ring_json(const struct dcl_plan *p, const struct dcl_options *o,
-                       struct host_probe *hs, size_t n) {
+                       struct host_probe *hs, size_t n, long *master) {
   uint16_t rnd = 0;
   long port = o->starting_port;
   if (port == 0 && dcl_random(&rnd, sizeof rnd) == 0)
@@ -256,6 +257,10 @@ static char *ring_json(const struct dcl_plan *p, const struct dcl_options *o,
     fputc(']', m);
   }
   fputs("]\n", m);
+  struct host_probe *h0 = probe_of(hs, n, p->ranks[0].ssh);
+  while (port < 65535 && (h0->used[port / 8] >> (port % 8) & 1))
+    port++;
+  *master = port++;
   if (fclose(m) != 0 || port > 65536) {
     dcl_error("not enough ports above %ld for %ld ranks", o->starting_port,
               p->nranks);
@@ -356,8 +361,9 @@ static int heartbeat_ms(long *ms) {
 
 static int run_job(const struct dcl_options *o, const struct dcl_plan *p,
                    char **argv, struct host_probe *hs, size_t n,
-                   const char *json, const char *cwd) {
-  char job_id[17], token[33];
+                   const char *json, const char *cwd, long master) {
+  char job_id[17], token[33], master_port[24];
+  snprintf(master_port, sizeof master_port, "%ld", master);
   struct dcl_job job;
   struct words *argvs = calloc(n, sizeof *argvs);
   struct dcl_launch_env e = {.opts = o,
@@ -366,7 +372,10 @@ static int run_job(const struct dcl_options *o, const struct dcl_plan *p,
                              .cwd = cwd,
                              .launcher_pid = getpid(),
                              .job_id = job_id,
-                             .job_token = token};
+                             .job_token = token,
+                             .master_addr =
+                                 p->ranks[0].n_ips ? p->ranks[0].ips[0] : NULL,
+                             .master_port = master_port};
   int rc = argvs == NULL ||
            dcl_job_init(&job, (int)p->nranks, o->tag_output) != 0 ||
            dcl_job_add_links(&job, (int)n) != 0;
@@ -408,11 +417,12 @@ int dcl_remote_launch(const struct dcl_options *o, const struct dcl_plan *p,
     return 1;
   }
   int rc = probe_all(hs, n, o, argv[0], cwd);
-  char *json = rc == 0 ? ring_json(p, o, hs, n) : NULL;
+  long master = 0;
+  char *json = rc == 0 ? ring_json(p, o, hs, n, &master) : NULL;
   if (rc == 0 && json == NULL)
     rc = 1;
   if (rc == 0)
-    rc = run_job(o, p, argv, hs, n, json, cwd);
+    rc = run_job(o, p, argv, hs, n, json, cwd, master);
   free(json);
   free(hs);
   return rc;

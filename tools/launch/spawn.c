@@ -69,17 +69,20 @@ static bool mlx_ring_var(const char *kv) {
 
 /* False when out of memory (free it all the same). */
 static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
-                           int rank) {
+                           const struct dcl_rank *r) {
   const struct dcl_options *o = e->opts;
   size_t n_env = 0, n = 0, k = 0;
-  char num[2][32];
+  char num[4][32];
   while (environ[n_env] != NULL)
     n_env++;
   *re = (struct rank_env){0};
   size_t cap = sizeof re->own / sizeof re->own[0] + o->n_envs + n_env + 1;
   re->v = malloc(cap * sizeof *re->v);
-  snprintf(num[0], sizeof num[0], "%d", rank);
+  snprintf(num[0], sizeof num[0], "%d", r->index);
   snprintf(num[1], sizeof num[1], "%ld", o->nranks);
+  snprintf(num[2], sizeof num[2], "%d", r->local);
+  snprintf(num[3], sizeof num[3], "%ld",
+           e->local_size > 0 ? (long)e->local_size : o->nranks);
   /* --mlx: names MLX's ring does not read, so MLX takes its mpi backend,
    * which loads our face; the library reads either name. */
   bool mlx = o->mlx;
@@ -97,13 +100,14 @@ static bool rank_env_build(struct rank_env *re, const struct dcl_launch_env *e,
             (re->own[k++] = kv("DISTCOMM_JOB_ID", e->job_id)) &&
             (re->own[k++] = kv("DISTCOMM_JOB_TOKEN", e->job_token)) &&
             (!o->verbose || (re->own[k++] = kv("MLX_RING_VERBOSE", "1")));
-  if (ok && e->master_port != NULL) /* as torchrun sets them, all ranks here */
-    ok = (re->own[k++] = kv("MASTER_ADDR", "127.0.0.1")) &&
+  const char *maddr = e->master_addr ? e->master_addr : "127.0.0.1";
+  if (ok && e->master_port != NULL) /* as torchrun sets them */
+    ok = (re->own[k++] = kv("MASTER_ADDR", maddr)) &&
          (re->own[k++] = kv("MASTER_PORT", e->master_port)) &&
          (re->own[k++] = kv("RANK", num[0])) &&
          (re->own[k++] = kv("WORLD_SIZE", num[1])) &&
-         (re->own[k++] = kv("LOCAL_RANK", num[0])) &&
-         (re->own[k++] = kv("LOCAL_WORLD_SIZE", num[1]));
+         (re->own[k++] = kv("LOCAL_RANK", num[2])) &&
+         (re->own[k++] = kv("LOCAL_WORLD_SIZE", num[3]));
   if (!ok)
     return false;
   for (size_t i = 0; i < k; i++)
@@ -265,7 +269,7 @@ int dcl_spawn_rank(struct dcl_rank *r, const struct dcl_launch_env *e) {
     return 1;
   }
   struct rank_env env = {0}; /* a remote rank's ssh runs in ours */
-  if (r->ssh_argv == NULL && !rank_env_build(&env, e, r->index)) {
+  if (r->ssh_argv == NULL && !rank_env_build(&env, e, r)) {
     dcl_error("rank %d: out of memory for its environment", r->index);
     rank_env_free(&env);
     for (int i = 0; i < 4; i++)

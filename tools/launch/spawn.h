@@ -17,7 +17,11 @@ struct dcl_launch_env {
   pid_t launcher_pid;        /* to notice a launcher that died during fork */
   const char *hostfile_json; /* remote ranks: the hostfile's content */
   const char *cwd;           /* remote ranks: --cwd, or the launcher's cwd */
-  const char *master_port;   /* local ranks: torchrun's variables (spawn.c) */
+  /* torchrun's variables (spawn.c): rank 0's host as the others reach it
+   * (NULL: 127.0.0.1), a port free there, this host's rank count (0: all) */
+  const char *master_addr;
+  const char *master_port;
+  int local_size;
 };
 
 /* Forks and execs rank r->index (for a remote rank: its r->ssh_argv, with

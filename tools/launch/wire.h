@@ -28,9 +28,11 @@ enum dcl_wire {
   DCL_W_VERBOSE = 'B', /* --verbose */
   DCL_W_MLX = 'M',     /* --mlx */
   DCL_W_BIND = 'P',    /* --bind-to core */
-  DCL_W_GO = 'G',      /* start the ranks */
-  DCL_W_INPUT = 'I',   /* bytes of our stdin */
-  DCL_W_EOF = 'E',     /* our stdin ended */
+  DCL_W_MASTER_ADDR = 'D', /* torchrun's MASTER_ADDR: rank 0's host address */
+  DCL_W_MASTER_PORT = 'Q', /* MASTER_PORT: a port free on rank 0's host */
+  DCL_W_GO = 'G',          /* start the ranks */
+  DCL_W_INPUT = 'I',       /* bytes of our stdin */
+  DCL_W_EOF = 'E',         /* our stdin ended */
   DCL_W_STOP = 'K', /* stop every rank (SIGTERM, then SIGKILL after a grace) */
   DCL_W_SHUT_OUT =
       'S', /* rank: our stdout is gone, so close its stdout (EPIPE) */
