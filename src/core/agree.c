@@ -11,8 +11,9 @@
 
 #include "base/clock.h"
 
-/* A message: "DCAG", kind, 3 zero bytes, round, size (little-endian
- * 32-bit), then the suspect set as little-endian 64-bit words. */
+/* A message: "DCAG", kind, the veto (0 or 1), 2 zero bytes, round, size
+ * (little-endian 32-bit), then the suspect set as little-endian 64-bit words.
+ */
 enum { AGREE_HDR = 16, AGREE_ROUND = 1, AGREE_DECIDED = 2 };
 static const unsigned char magic[4] = {'D', 'C', 'A', 'G'};
 
@@ -53,6 +54,11 @@ int dc_agree_suspects(const dc_agree *a, int peer) {
   return peer >= 0 && peer < a->size && has(a->sus, peer);
 }
 
+void dc_agree_veto(dc_agree *a) {
+  if (!a->decided)
+    a->veto = 1;
+}
+
 int dc_agree_talks_to(const dc_agree *a, int peer) {
   return peer >= 0 && peer < a->size && peer != a->me && !has(a->sus, peer);
 }
@@ -76,9 +82,11 @@ static uint32_t get32(const unsigned char *p) {
  * same set lets us decide (end_round), because every peer heard it. */
 void dc_agree_encode(dc_agree *a, unsigned char *out) {
   memcpy(a->prev, a->sus, (size_t)a->words * sizeof *a->sus);
+  a->prev_veto = a->veto;
   memcpy(out, magic, 4);
   out[4] = a->decided ? AGREE_DECIDED : AGREE_ROUND;
-  out[5] = out[6] = out[7] = 0;
+  out[5] = (unsigned char)a->veto;
+  out[6] = out[7] = 0;
   put32(out + 8, (uint32_t)a->round);
   put32(out + 12, (uint32_t)a->size);
   for (int w = 0; w < a->words; w++)
@@ -97,7 +105,7 @@ static dc_status check_header(const dc_agree *a, int peer,
                               size_t whylen) {
   if (len != dc_agree_msg_bytes(a->size))
     return bad(why, whylen, peer, "wrong length");
-  if (memcmp(m, magic, 4) != 0 || m[5] || m[6] || m[7])
+  if (memcmp(m, magic, 4) != 0 || m[5] > 1 || m[6] || m[7])
     return bad(why, whylen, peer, "not an agreement message");
   if (m[4] != AGREE_ROUND && m[4] != AGREE_DECIDED)
     return bad(why, whylen, peer, "unknown kind");
@@ -142,6 +150,7 @@ dc_status dc_agree_receive(dc_agree *a, int peer, const unsigned char *msg,
     int decided = msg[4] == AGREE_DECIDED;
     for (int w = 0; w < a->words; w++)
       a->sus[w] = decided ? set[w] : a->sus[w] | set[w];
+    a->veto = decided ? msg[5] : a->veto | msg[5];
     a->decided = decided;
   }
   free(set);
@@ -164,15 +173,16 @@ dc_status dc_agree_decision(const dc_agree *a, int peer,
   if (!set)
     return DC_ERR_NOMEM;
   dc_status st = read_set(a, peer, msg, set, why, whylen);
-  if (st == DC_OK && memcmp(set, a->sus, (size_t)a->words * sizeof *set))
-    st = bad(why, whylen, peer, "it decided other members");
+  if (st == DC_OK && (memcmp(set, a->sus, (size_t)a->words * sizeof *set) ||
+                      msg[5] != a->veto))
+    st = bad(why, whylen, peer, "it decided another outcome");
   free(set);
   *same = st == DC_OK;
   return st;
 }
 
 int dc_agree_end_round(dc_agree *a) {
-  if (!a->decided &&
+  if (!a->decided && a->veto == a->prev_veto &&
       memcmp(a->sus, a->prev, (size_t)a->words * sizeof *a->sus) == 0)
     a->decided = 1;
   if (a->decided)

@@ -25,8 +25,9 @@
  * round after it wakes, it may decide a membership nobody else holds, so
  * the group built on the decision must make its id from the members, and
  * fail for that rank alone. The membership decided may
- * still hold a rank that died after the others heard it: the group built
- * on it then fails naming that rank, and the caller shrinks again. */
+ * still hold a rank that died after the others heard it: dc_group_shrink
+ * then runs a second agreement, with a veto (dc_agree_veto) from any member
+ * whose set-up of the new group failed, and all set up again without it. */
 #ifndef DC_CORE_AGREE_H
 #define DC_CORE_AGREE_H
 
@@ -40,10 +41,11 @@
 typedef struct dc_agree {
   int size, me, round;
   int decided;
-  int words;      /* uint64_t words of a set */
-  uint64_t *sus;  /* suspects known now (never me) */
-  uint64_t *prev; /* suspects sent at the start of this round */
-  uint64_t *told; /* peers whose decided message was read */
+  int veto, prev_veto; /* one more bit agreed like a suspect: "no" */
+  int words;           /* uint64_t words of a set */
+  uint64_t *sus;       /* suspects known now (never me) */
+  uint64_t *prev;      /* suspects sent at the start of this round */
+  uint64_t *told;      /* peers whose decided message was read */
 } dc_agree;
 
 /* A rank me of a group of size, suspecting nobody yet. DC_ERR_INVALID for a
@@ -55,6 +57,11 @@ void dc_agree_free(dc_agree *a);
  * the timeout. Also for ranks already known lost before the first round. */
 void dc_agree_suspect(dc_agree *a, int peer);
 int dc_agree_suspects(const dc_agree *a, int peer);
+
+/* A vote against, agreed as the suspects are (the union): once any rank
+ * vetoes before the decision, every rank that decides holds the veto.
+ * dc_group_shrink's second agreement: "my set-up of the new group failed". */
+void dc_agree_veto(dc_agree *a);
 
 /* Whether to send to and read from peer this round: not me, not suspect. */
 int dc_agree_talks_to(const dc_agree *a, int peer);

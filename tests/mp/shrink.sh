@@ -5,7 +5,9 @@
 # middle of one; none: nobody dies and the group shrinks healthy;
 # refused: the calls refused with a clear error, VICTIM -1; stop: the
 # victim stops itself, silent but alive; before: it dies after three
-# good ops, as the others shrink the healthy group). The
+# good ops, as the others shrink the healthy group; connect, confirm: it
+# dies between ops and rank VICTIM + 1 dies in the shrink, as the
+# survivors' group connects, where the library's test hook says). The
 # survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
 # when the launcher ends with status 0, names the killed rank, and every
 # survivor reports 0 failed; prints the kill-to-first-all_sum times.
@@ -14,7 +16,11 @@ launcher=$1 prog=$2 n=$3 victim=$4 mode=$5 transport=$6
 . "$(dirname "$0")/mp_lib.sh"
 if [ "$transport" = tcp ]; then export DISTCOMM_SHM=0; fi
 want=$((n - 1))
-case $mode in none | refused) want=$n ;; esac
+case $mode in none | refused) want=$n ;; connect | confirm) want=$((n - 2)) ;; esac
+# connect: the survivors' set-up waits for the second victim until the
+# timeout (its addresses were swapped), then all retry without it.
+timeout_s=20
+[ "$mode" = connect ] && timeout_s=5
 
 t0=$(now_ms)
 if [ "$mode" = stop ]; then
@@ -30,7 +36,7 @@ if [ "$mode" = stop ]; then
   [ -s "$mp_tmp/victim_pid" ] && kill -9 "$(cat "$mp_tmp/victim_pid")"
   wait "$job"
 else
-  DISTCOMM_TIMEOUT=20 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
+  DISTCOMM_TIMEOUT=$timeout_s timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
     "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1
 fi
 rc=$?
@@ -48,5 +54,11 @@ if [ "$victim" -ge 0 ] &&
   ! grep -Eq "rank $victim \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$mp_tmp/out"; then
   fail "no launcher line names rank $victim killed by signal 9"
 fi
+second=$(((victim + 1) % n))
+case $mode in connect | confirm)
+  grep -Eq "rank $second \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$mp_tmp/out" ||
+    fail "no launcher line names rank $second killed by signal 9"
+  ;;
+esac
 grep 'kill to first all_sum' "$mp_tmp/out" | sort
 mp_finish

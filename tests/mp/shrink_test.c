@@ -3,7 +3,10 @@
  * with SIGKILL between two ops (MODE between) or in the middle of one
  * (during, from a timer) or stops itself (stop: silent, alive; found by
  * the timeouts) or dies after three good ops, as the others call
- * dc_group_shrink on the healthy group (before); with MODE none nobody dies and
+ * dc_group_shrink on the healthy group (before), or dies between ops and
+ * rank VICTIM + 1 dies too, in the shrink, as the survivors' group connects
+ * (connect: addresses swapped, not connected; confirm: connected, not
+ * confirmed yet: a test hook of the library); with MODE none nobody dies and
  * the shrink is of a healthy group; with MODE refused, the calls that must be
  * refused with a clear error (NULL arguments, a split group, the singleton).
  * Each survivor waits for its op to fail, shrinks, and checks the new group's
@@ -25,6 +28,18 @@
 
 static int rank;
 static long pass, fails;
+static const char *die_at; /* the second victim's point */
+
+/* The library's test hook (src/backends/native/native.h). */
+extern void (*dc_shrink_test_hook)(const char *point);
+
+static void second_victim(const char *point) {
+  if (strcmp(point, die_at) == 0) {
+    printf("rank %d: dying at the shrink's %s point\n", rank, point);
+    fflush(stdout);
+    raise(SIGKILL);
+  }
+}
 
 static void check(int ok, const char *what, const char *detail) {
   if (ok) {
@@ -89,7 +104,9 @@ static void until_loss(dc_group *g, int n, int victim, const char *mode,
   if (rank == victim && strcmp(mode, "during") == 0)
     arm(dir);
   for (int i = 0; i < ops_max && mp_mono() < until; i++) {
-    if (rank == victim && strcmp(mode, "between") == 0 && i == 3) {
+    if (rank == victim && i == 3 &&
+        (strcmp(mode, "between") == 0 || strcmp(mode, "connect") == 0 ||
+         strcmp(mode, "confirm") == 0)) {
       note_kill(dir, mp_wall());
       raise(SIGKILL);
     }
@@ -118,18 +135,25 @@ static void until_loss(dc_group *g, int n, int victim, const char *mode,
   }
 }
 
-static void after(dc_group *s, int n, int victim, const char *dir, float *in,
-                  float *out) {
-  int lost = victim >= 0 && victim < n;
-  check(dc_group_size(s) == n - lost, "new size", NULL);
-  check(dc_group_rank(s) == rank - (lost && rank > victim), "new rank", NULL);
-  double want = n * (n + 1) / 2.0 - (lost ? victim + 1 : 0);
+/* lost: the victims (-1 for none). */
+static void after(dc_group *s, int n, const int lost[2], const char *dir,
+                  float *in, float *out) {
+  int nlost = 0, below = 0;
+  double want = n * (n + 1) / 2.0;
+  for (int k = 0; k < 2; k++)
+    if (lost[k] >= 0 && lost[k] < n) {
+      nlost++;
+      below += lost[k] < rank;
+      want -= lost[k] + 1;
+    }
+  check(dc_group_size(s) == n - nlost, "new size", NULL);
+  check(dc_group_rank(s) == rank - below, "new rank", NULL);
   for (int i = 0; i < 5; i++) {
     dc_status st = dc_all_sum(s, in, out, COUNT, DC_FLOAT32);
     check(st == DC_OK, "all_sum after the shrink", dc_group_last_error(s));
     check(st != DC_OK || sum_ok(out, want), "sum after the shrink", NULL);
     double at = read_kill(dir);
-    if (i == 0 && st == DC_OK && lost && at > 0)
+    if (i == 0 && st == DC_OK && nlost && at > 0)
       printf("rank %d: kill to first all_sum of the shrunk group: %.3f s\n",
              rank, mp_wall() - at);
   }
@@ -179,7 +203,8 @@ static int open_fds(void) {
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr,
-            "usage: %s VICTIM between|during|stop|before|none|refused DIR\n",
+            "usage: %s VICTIM "
+            "between|during|stop|before|connect|confirm|none|refused DIR\n",
             argv[0]);
     return 2;
   }
@@ -201,12 +226,19 @@ int main(int argc, char **argv) {
     free(out);
     return fails != 0;
   }
+  int lost[2] = {strcmp(mode, "none") == 0 ? -1 : victim, -1};
+  if (strcmp(mode, "connect") == 0 || strcmp(mode, "confirm") == 0) {
+    lost[1] = (victim + 1) % n;
+    die_at = mode;
+    if (rank == lost[1])
+      dc_shrink_test_hook = second_victim;
+  }
   until_loss(g, n, victim, mode, dir, in, out);
   dc_group *s = NULL;
   dc_status st = dc_group_shrink(g, &s);
   check(st == DC_OK, "shrink", dc_last_error());
   if (st == DC_OK)
-    after(s, n, strcmp(mode, "none") == 0 ? -1 : victim, dir, in, out);
+    after(s, n, lost, dir, in, out);
   check(dc_all_sum(g, in, out, COUNT, DC_FLOAT32) != DC_OK,
         "the old group is poisoned after the shrink", NULL);
   dc_group_free(s);

@@ -243,8 +243,9 @@ static dc_status meet_all(meet *M) {
 
 /* ---- the new group ---------------------------------------------------- */
 
-/* Its id: the old one mixed with the members (splitmix64 steps), so that a
- * rank holding another membership is refused at hello. */
+/* Its id: the old one mixed with the attempt and the members (splitmix64
+ * steps), so that a rank holding another membership, or a connection left
+ * from a failed attempt, is refused at hello. */
 static uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -252,8 +253,8 @@ static uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ (h >> 31);
 }
 
-static uint64_t new_id(uint64_t old, const int *ranks, int n) {
-  uint64_t h = mix(old, 0x5348524eull); /* "SHRN" */
+static uint64_t new_id(uint64_t old, int attempt, const int *ranks, int n) {
+  uint64_t h = mix(mix(old, 0x5348524eull), (uint64_t)attempt); /* "SHRN" */
   for (int i = 0; i < n; i++)
     h = mix(h, (uint64_t)ranks[i]);
   return h;
@@ -324,40 +325,48 @@ static dc_status read_slots(const meet *M, const dc_agree *a, int p, char *slot,
   return st == DC_OK ? DC_OK : st == DC_ERR_TIMEOUT ? st : DC_ERR_PEER_LOST;
 }
 
-/* Every member's fresh addresses, over the agreement's sockets. */
+/* Every member's fresh addresses, over the agreement's sockets. Each
+ * live member's block is read even after one failed, so that the streams
+ * stay in step for the confirming agreement that follows. */
 static dc_status swap_slots(const meet *M, const dc_agree *a, fresh *F,
                             char *err, size_t errlen) {
   size_t block = (size_t)M->R->naddrs * RING_ADDR_SLOT;
   char *own = F->texts + (size_t)F->me * block;
-  for (int l = 0; l < M->R->naddrs; l++)
+  dc_status first = DC_OK;
+  for (int l = 0; l < M->R->naddrs && F->mine[l].text[0]; l++)
     snprintf(own + (size_t)l * RING_ADDR_SLOT, RING_ADDR_SLOT, "%s",
              F->mine[l].text);
   for (int i = 0; i < F->n; i++)
-    if (i != F->me && dc_sock_write_all(M->fds[F->ranks[i]], own, block,
-                                        M->deadline) != DC_OK) {
+    if (i != F->me &&
+        dc_sock_write_all(M->fds[F->ranks[i]], own, block, M->deadline) !=
+            DC_OK &&
+        first == DC_OK) {
       snprintf(err, errlen, "rank %d (%s) was lost during the shrink",
                F->ranks[i], M->R->world[F->ranks[i]].text);
-      return DC_ERR_PEER_LOST;
+      first = DC_ERR_PEER_LOST;
     }
   for (int i = 0; i < F->n; i++) {
+    char why[256] = "";
     if (i == F->me)
       continue;
     dc_status st = read_slots(M, a, F->ranks[i], F->texts + (size_t)i * block,
-                              block, err, errlen);
-    if (st != DC_OK)
-      return st;
+                              block, why, sizeof why);
+    if (st != DC_OK && first == DC_OK) {
+      snprintf(err, errlen, "%s", why);
+      first = st;
+    }
   }
   char why[160];
-  if (ring_parse_slots(F->texts, F->n * M->R->naddrs, F->addrs, why,
-                       sizeof why) != DC_OK) {
+  if (first == DC_OK && ring_parse_slots(F->texts, F->n * M->R->naddrs,
+                                         F->addrs, why, sizeof why) != DC_OK) {
     snprintf(err, errlen, "a survivor sent a bad address: %s", why);
     return DC_ERR_MISMATCH;
   }
-  return DC_OK;
+  return first;
 }
 
-static dc_status build_new(const meet *M, fresh *F, dc_group **out, char *err,
-                           size_t errlen) {
+static dc_status build_new(const meet *M, fresh *F, int attempt, dc_group **out,
+                           char *err, size_t errlen) {
   ring_impl *R = M->R;
   dc_engine_plan p = {.rank = F->me,
                       .size = F->n,
@@ -366,7 +375,7 @@ static dc_status build_new(const meet *M, fresh *F, dc_group **out, char *err,
                       .addrs = F->addrs,
                       .listen_fds = F->lfds,
                       .job = R->job,
-                      .group = new_id(M->g->id, F->ranks, F->n)};
+                      .group = new_id(M->g->id, attempt, F->ranks, F->n)};
   dc_status st = ring_build(&p, F->mine, M->g->timeout_s, out, err, errlen);
   if (st != DC_OK)
     return st;
@@ -377,8 +386,17 @@ static dc_status build_new(const meet *M, fresh *F, dc_group **out, char *err,
   return DC_OK;
 }
 
-static dc_status regroup(const meet *M, const dc_agree *a, dc_group **out,
-                         char *err, size_t errlen) {
+void (*dc_shrink_test_hook)(const char *point);
+
+static void test_point(const char *point) {
+  if (dc_shrink_test_hook)
+    dc_shrink_test_hook(point);
+}
+
+/* The new group on a's decision. A listener that fails still swaps (empty
+ * addresses: every member then fails alike), so the streams stay in step. */
+static dc_status regroup(const meet *M, const dc_agree *a, int attempt,
+                         dc_group **out, char *err, size_t errlen) {
   int na = M->R->naddrs;
   fresh F = {0};
   F.ranks = calloc((size_t)a->size, sizeof *F.ranks);
@@ -386,19 +404,51 @@ static dc_status regroup(const meet *M, const dc_agree *a, dc_group **out,
   F.lfds = calloc((size_t)na, sizeof *F.lfds);
   F.texts = calloc((size_t)a->size, (size_t)na * RING_ADDR_SLOT);
   F.addrs = calloc((size_t)a->size * (size_t)na, sizeof *F.addrs);
-  dc_status st = DC_ERR_NOMEM;
+  dc_status st = DC_ERR_NOMEM, sw;
   if (F.ranks && F.mine && F.lfds && F.texts && F.addrs) {
     F.n = dc_agree_members(a, F.ranks, &F.me);
     st = listen_fresh(M->R, &F, err, errlen);
+    if (st != DC_OK)
+      memset(F.mine, 0, sizeof *F.mine * (size_t)na);
+    char why[512] = "";
+    sw = swap_slots(M, a, &F, why, sizeof why);
+    if (st == DC_OK && sw != DC_OK) {
+      snprintf(err, errlen, "%s", why);
+      st = sw;
+    }
   }
+  test_point("connect");
   if (st == DC_OK)
-    st = swap_slots(M, a, &F, err, errlen);
-  if (st == DC_OK)
-    st = build_new(M, &F, out, err, errlen);
+    st = build_new(M, &F, attempt, out, err, errlen);
   if (st == DC_ERR_NOMEM && !err[0])
     snprintf(err, errlen, "out of memory");
   fresh_free(&F, 1, na);
   return st;
+}
+
+/* The second agreement, on "every member set up the new group": a member
+ * whose set-up failed vetoes, a member lost meanwhile is suspected. *ok:
+ * the same members and no veto, on every rank that decides; else every
+ * one retries with b's members. */
+static dc_status confirm(const meet *M, const dc_agree *a, int built,
+                         dc_agree *b, int *ok, char *err, size_t errlen) {
+  *ok = 0;
+  dc_status st = dc_agree_init(b, a->size, a->me);
+  for (int p = 0; st == DC_OK && p < a->size; p++)
+    if (dc_agree_suspects(a, p))
+      dc_agree_suspect(b, p);
+  if (!built)
+    dc_agree_veto(b);
+  int rounds = 0;
+  if (st == DC_OK)
+    st = dc_agree_run(b, M->fds, M->g->timeout_s, &rounds, err, errlen);
+  if (st != DC_OK)
+    return st;
+  *ok = !b->veto &&
+        memcmp(a->sus, b->sus, (size_t)a->words * sizeof *a->sus) == 0;
+  dc_log(M->g, "shrink: confirmed after %d round(s): %s", rounds,
+         *ok ? "every member set up" : "set-up failed, retrying");
+  return DC_OK;
 }
 
 /* ---- the call --------------------------------------------------------- */
@@ -431,6 +481,46 @@ static dc_status agree(meet *M, dc_agree *a, char *err, size_t errlen) {
   return st;
 }
 
+/* At most this many set-ups of the new group: each failed one that is
+ * not a veto alone leaves a lost rank out. */
+#define SHRINK_ATTEMPTS 4
+
+/* Regroup on a's decision, then confirm; on a failed set-up every rank
+ * retries with the confirmed members, so all end in one group or with the
+ * same error. */
+static dc_status settle(meet *M, dc_agree *a, dc_group **out, char *err,
+                        size_t errlen) {
+  for (int attempt = 0;; attempt++) {
+    dc_group *built = NULL;
+    char why[512] = "";
+    M->deadline = dc_now() + M->g->timeout_s; /* the last step used it */
+    dc_status bst = regroup(M, a, attempt, &built, why, sizeof why);
+    if (bst == DC_OK)
+      test_point("confirm");
+    dc_agree b = {0};
+    int ok = 0;
+    dc_status st = confirm(M, a, bst == DC_OK, &b, &ok, err, errlen);
+    dc_agree_free(a);
+    *a = b;
+    if (st == DC_OK && ok) {
+      *out = built;
+      return DC_OK;
+    }
+    dc_group_free(built);
+    if (st != DC_OK)
+      return st;
+    if (attempt + 1 == SHRINK_ATTEMPTS) {
+      snprintf(err, errlen,
+               "the survivors' group could not be set up in %d attempts "
+               "(ranks lost while it connected)%s%s",
+               SHRINK_ATTEMPTS, why[0] ? ": " : "", why);
+      return DC_ERR_PEER_LOST;
+    }
+    dc_log(M->g, "shrink: the new group's set-up failed (%s): again",
+           why[0] ? why : "another member's");
+  }
+}
+
 dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   ring_impl *R = g->impl;
   if (!R->world || R->neighbours || R->per_peer)
@@ -452,9 +542,8 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
     st = meet_all(&M);
   if (st == DC_OK)
     st = agree(&M, &a, err, errlen);
-  M.deadline = dc_now() + g->timeout_s; /* the meeting may have used it up */
   if (st == DC_OK)
-    st = regroup(&M, &a, out, err, errlen);
+    st = settle(&M, &a, out, err, errlen);
   if (st == DC_ERR_NOMEM && !err[0])
     snprintf(err, errlen, "out of memory");
   for (int p = 0; M.fds && p < g->size; p++)
