@@ -41,11 +41,21 @@ void ring_keep_listeners(dc_group *g, int *fds, int n, const dc_addr *addrs,
 
 /* ---- meeting: one greeted socket per live peer ------------------------ */
 
-/* The hello both ends send: "DCSH", from, to, size, job, group id, and a
- * MAC of those under the job token (zeros without one: then, as at
- * set-up, the job id is what keeps strangers out). */
+/* The hello both ends send: "DCSH", from, to, size, job, group id, the
+ * rank the sender's failed op found silent (-1 none), and a MAC of those
+ * under the job token (zeros without one: then, as at set-up, the job id
+ * is what keeps strangers out). */
 #define SHRINK_LABEL "distcomm shrink"
-enum { HELLO_BODY = 32, HELLO_BYTES = HELLO_BODY + DC_AUTH_PROOF_BYTES };
+enum {
+  HELLO_FIXED = 32, /* what both ends write alike */
+  HELLO_BODY = 36,
+  HELLO_BYTES = HELLO_BODY + DC_AUTH_PROOF_BYTES
+};
+
+/* A rank a failed op found silent has had the timeout already: it gets
+ * this long more to greet, not a second timeout (issue 37: a silent rank
+ * left out within the timeout + 1 s). */
+#define SILENT_GRACE 0.5
 
 typedef struct meet {
   dc_group *g;
@@ -54,6 +64,8 @@ typedef struct meet {
   int *fds;   /* per peer: greeted, else -1 */
   int *wait;  /* per peer: dialed, its reply awaited, else -1 */
   char *dead; /* per peer: refused, closed or bad */
+  double *by; /* per peer: greeted by then, or suspected */
+  int silent; /* the rank our failed op found silent, or -1 */
   double deadline;
 } meet;
 
@@ -64,21 +76,31 @@ static void hello(const meet *M, int from, int to, unsigned char *b) {
   dc_put32(b + 12, (uint32_t)M->g->size);
   dc_put64(b + 16, M->R->job);
   dc_put64(b + 24, M->g->id);
+  dc_put32(b + 32, (uint32_t)M->silent);
   dc_auth_mac(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY);
 }
 
-/* The sender of a good hello to me, or -1. */
-static int hello_from(const meet *M, const unsigned char *b) {
+/* A rank found silent, by us or a peer: greeted soon, or suspected. */
+static void silent_hint(meet *M, int p) {
+  double soon = dc_now() + SILENT_GRACE;
+  if (p >= 0 && p < M->g->size && p != M->g->rank && M->fds[p] < 0 &&
+      soon < M->by[p])
+    M->by[p] = soon;
+}
+
+/* The sender of a good hello to me, or -1; its silent rank is a hint. */
+static int hello_from(meet *M, const unsigned char *b) {
   unsigned char want[HELLO_BYTES];
   int from = (int)dc_get32(b + 4);
   if (from < 0 || from >= M->g->size || from == M->g->rank)
     return -1;
   hello(M, from, M->g->rank, want);
-  if (memcmp(b, want, HELLO_BODY) != 0)
+  if (memcmp(b, want, HELLO_FIXED) != 0)
     return -1;
   if (M->auth.on &&
       !dc_auth_mac_ok(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY))
     return -1;
+  silent_hint(M, (int)dc_get32(b + 32));
   return from;
 }
 
@@ -109,16 +131,16 @@ static int dial_once(const dc_addr *a, double deadline, int *fd) {
 }
 
 /* Dial every higher rank not dialed yet and say hello; its reply comes in
- * the loop. A rank whose host does not answer within `each` seconds is
- * dialed again on the next turn: one lost host must not hold up the
- * others (who would then wait for our replies). */
+ * the loop. A rank whose host does not answer within `each` seconds (or
+ * its silent grace) is dialed again on the next turn: one lost host must
+ * not hold up the others (who would then wait for our replies). */
 static void dial_higher(meet *M, double each) {
   unsigned char b[HELLO_BYTES];
   for (int p = M->g->rank + 1; p < M->g->size; p++) {
     int fd;
     if (M->wait[p] >= 0 || M->fds[p] >= 0 || M->dead[p])
       continue;
-    double by = dc_now() + each < M->deadline ? dc_now() + each : M->deadline;
+    double by = dc_now() + each < M->by[p] ? dc_now() + each : M->by[p];
     int r = dial_once(&M->R->world[p], by, &fd);
     if (r <= 0) {
       M->dead[p] = r == 0;
@@ -189,11 +211,25 @@ static void replied(meet *M, int p) {
   M->dead[p] = 1;
 }
 
-static int met_all(const meet *M) {
-  for (int p = 0; p < M->g->size; p++)
-    if (p != M->g->rank && M->fds[p] < 0 && !M->dead[p])
-      return 0;
-  return 1;
+/* Peers not greeted by their time (a silent one's grace) are suspects. */
+static int met_all(meet *M) {
+  int all = 1;
+  double now = dc_now();
+  for (int p = 0; p < M->g->size; p++) {
+    if (p == M->g->rank || M->fds[p] >= 0 || M->dead[p])
+      continue;
+    if (now < M->by[p]) {
+      all = 0;
+      continue;
+    }
+    dc_log(M->g, "shrink: rank %d (%s) found silent, not greeted: a suspect", p,
+           M->R->world[p].text);
+    if (M->wait[p] >= 0)
+      close(M->wait[p]);
+    M->wait[p] = -1;
+    M->dead[p] = 1;
+  }
+  return all;
 }
 
 /* One poll over the kept listeners and the dialed sockets (50 ms). */
@@ -219,6 +255,9 @@ static dc_status meet_all(meet *M) {
   struct pollfd *pf = calloc((size_t)(M->R->nkept + M->g->size), sizeof *pf);
   if (!pf)
     return DC_ERR_NOMEM;
+  for (int p = 0; p < M->g->size; p++)
+    M->by[p] = M->deadline;
+  silent_hint(M, M->silent);
   dial_higher(M, 1.0);
   double probe = 0, gap = 0.1;
   while (!met_all(M) && dc_now() < M->deadline) {
@@ -526,16 +565,20 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   if (!R->world || R->neighbours || R->per_peer)
     return refuse(g, err, errlen);
   dc_shrink_poison(g);
-  meet M = {.g = g, .R = R, .deadline = dc_now() + g->timeout_s};
+  meet M = {.g = g,
+            .R = R,
+            .silent = R->tcp ? R->tcp->silent : -1,
+            .deadline = dc_now() + g->timeout_s};
   dc_status st = dc_auth_from_env(&M.auth, err, errlen);
   if (st != DC_OK)
     return st;
   M.fds = malloc(sizeof *M.fds * (size_t)g->size);
   M.wait = malloc(sizeof *M.wait * (size_t)g->size);
   M.dead = calloc((size_t)g->size, 1);
+  M.by = calloc((size_t)g->size, sizeof *M.by);
   dc_agree a = {0};
-  st = M.fds && M.wait && M.dead ? dc_agree_init(&a, g->size, g->rank)
-                                 : DC_ERR_NOMEM;
+  st = M.fds && M.wait && M.dead && M.by ? dc_agree_init(&a, g->size, g->rank)
+                                         : DC_ERR_NOMEM;
   for (int p = 0; M.fds && M.wait && p < g->size; p++)
     M.fds[p] = M.wait[p] = -1;
   if (st == DC_OK)
@@ -554,5 +597,6 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   free(M.fds);
   free(M.wait);
   free(M.dead);
+  free(M.by);
   return st;
 }
