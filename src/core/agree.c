@@ -203,6 +203,61 @@ int dc_agree_members(const dc_agree *a, int *ranks, int *me_new) {
   return n;
 }
 
+/* ---- the votes' MAC ------------------------------------------------- */
+
+#define AGREE_LABEL "distcomm agree"
+enum { SEAL_HDR = 8 + 4 + 4 + 4 + 2 * DC_AUTH_NONCE_BYTES };
+
+static int sealed(const dc_agree_seal *s) {
+  return s && s->auth && s->auth->on;
+}
+
+size_t dc_agree_wire_bytes(int size, const dc_agree_seal *s) {
+  return dc_agree_msg_bytes(size) + (sealed(s) ? DC_AUTH_PROOF_BYTES : 0);
+}
+
+void dc_agree_seal_msg(const dc_agree_seal *s, int from, int to,
+                       const unsigned char *msg, size_t len,
+                       unsigned char mac[DC_AUTH_PROOF_BYTES]) {
+  unsigned char *b = malloc(SEAL_HDR + len);
+  memset(mac, 0, DC_AUTH_PROOF_BYTES);
+  if (!sealed(s) || !b) { /* no memory: a MAC of zeros, refused there */
+    free(b);
+    return;
+  }
+  for (int i = 0; i < 8; i++)
+    b[i] = (unsigned char)(s->group >> (8 * i));
+  put32(b + 8, s->phase);
+  put32(b + 12, (uint32_t)from);
+  put32(b + 16, (uint32_t)to);
+  memcpy(b + 20, s->nonces + (size_t)from * DC_AUTH_NONCE_BYTES,
+         DC_AUTH_NONCE_BYTES);
+  memcpy(b + 20 + DC_AUTH_NONCE_BYTES,
+         s->nonces + (size_t)to * DC_AUTH_NONCE_BYTES, DC_AUTH_NONCE_BYTES);
+  memcpy(b + SEAL_HDR, msg, len);
+  dc_auth_mac(s->auth, AGREE_LABEL, b, SEAL_HDR + len, mac);
+  free(b);
+}
+
+dc_status dc_agree_unseal(const dc_agree_seal *s, int from, int to,
+                          const unsigned char *wire, size_t len, char *why,
+                          size_t whylen) {
+  unsigned char want[DC_AUTH_PROOF_BYTES];
+  if (!sealed(s))
+    return DC_OK;
+  dc_agree_seal_msg(s, from, to, wire, len, want);
+  unsigned char diff = 0; /* constant time */
+  for (int i = 0; i < DC_AUTH_PROOF_BYTES; i++)
+    diff |= (unsigned char)(want[i] ^ wire[len + (size_t)i]);
+  if (diff == 0)
+    return DC_OK;
+  snprintf(why, whylen,
+           "rank %d's agreement message fails the job token's MAC (forged "
+           "or altered on the way)",
+           from);
+  return DC_ERR_AUTH;
+}
+
 /* ---- the rounds over sockets ---------------------------------------- */
 
 /* Wait for fd to be ready for events until the deadline: 1 ready, 0 not. */
@@ -252,54 +307,63 @@ static int get_all(int fd, unsigned char *b, size_t n, double deadline) {
 }
 
 /* Send this round's message (or the decision) to every peer we talk to
- * (the decision: to every peer whose socket is open). */
-static void send_round(dc_agree *a, const int *fds, unsigned char *m,
-                       double deadline) {
+ * (the decision: to every peer whose socket is open), each with its MAC. */
+static void send_round(dc_agree *a, const int *fds, const dc_agree_seal *seal,
+                       unsigned char *w, double deadline) {
   size_t len = dc_agree_msg_bytes(a->size);
+  size_t wire = dc_agree_wire_bytes(a->size, seal);
   int decided = a->decided;
-  dc_agree_encode(a, m);
-  for (int p = 0; p < a->size; p++)
-    if (fds[p] >= 0 && (decided || dc_agree_talks_to(a, p)) &&
-        !put_all(fds[p], m, len, deadline))
+  dc_agree_encode(a, w);
+  for (int p = 0; p < a->size; p++) {
+    if (fds[p] < 0 || !(decided || dc_agree_talks_to(a, p)))
+      continue;
+    if (wire > len)
+      dc_agree_seal_msg(seal, a->me, p, w, len, w + len);
+    if (!put_all(fds[p], w, wire, deadline))
       dc_agree_suspect(a, p);
+  }
 }
 
 /* Read one message from every peer we talk to, or suspect it. */
-static dc_status read_round(dc_agree *a, const int *fds, unsigned char *m,
+static dc_status read_round(dc_agree *a, const int *fds,
+                            const dc_agree_seal *seal, unsigned char *w,
                             double deadline, char *why, size_t whylen) {
   size_t len = dc_agree_msg_bytes(a->size);
+  size_t wire = dc_agree_wire_bytes(a->size, seal);
   for (int p = 0; p < a->size && !a->decided; p++) {
     if (!dc_agree_talks_to(a, p))
       continue;
-    if (fds[p] < 0 || get_all(fds[p], m, len, deadline) != 1) {
+    if (fds[p] < 0 || get_all(fds[p], w, wire, deadline) != 1) {
       dc_agree_suspect(a, p);
       continue;
     }
-    dc_status st = dc_agree_receive(a, p, m, len, why, whylen);
+    dc_status st = dc_agree_unseal(seal, p, a->me, w, len, why, whylen);
+    if (st == DC_OK)
+      st = dc_agree_receive(a, p, w, len, why, whylen);
     if (st != DC_OK)
       return st;
   }
   return DC_OK;
 }
 
-dc_status dc_agree_run(dc_agree *a, const int *fds, double timeout, int *rounds,
-                       char *why, size_t whylen) {
-  unsigned char *m = malloc(dc_agree_msg_bytes(a->size));
-  if (!m)
+dc_status dc_agree_run(dc_agree *a, const int *fds, const dc_agree_seal *seal,
+                       double timeout, int *rounds, char *why, size_t whylen) {
+  unsigned char *w = malloc(dc_agree_wire_bytes(a->size, seal));
+  if (!w)
     return DC_ERR_NOMEM;
   dc_status st = DC_OK;
   int n = 0;
   while (st == DC_OK && !a->decided) {
     double deadline = dc_now() + timeout;
-    send_round(a, fds, m, deadline);
-    st = read_round(a, fds, m, deadline, why, whylen);
+    send_round(a, fds, seal, w, deadline);
+    st = read_round(a, fds, seal, w, deadline, why, whylen);
     if (st == DC_OK)
       dc_agree_end_round(a);
     n++;
   }
   if (st == DC_OK)
-    send_round(a, fds, m, dc_now() + timeout);
-  free(m);
+    send_round(a, fds, seal, w, dc_now() + timeout);
+  free(w);
   if (rounds)
     *rounds = n;
   return st;

@@ -42,13 +42,14 @@ void ring_keep_listeners(dc_group *g, int *fds, int n, const dc_addr *addrs,
 /* ---- meeting: one greeted socket per live peer ------------------------ */
 
 /* The hello both ends send: "DCSH", from, to, size, job, group id, the
- * rank the sender's failed op found silent (-1 none), and a MAC of those
- * under the job token (zeros without one: then, as at set-up, the job id
- * is what keeps strangers out). */
+ * rank the sender's failed op found silent (-1 none), the sender's nonce
+ * (the agreement's MACs cover both ends'), and a MAC of those under the
+ * job token (zeros without one: then, as at set-up, the job id is what
+ * keeps strangers out). */
 #define SHRINK_LABEL "distcomm shrink"
 enum {
   HELLO_FIXED = 32, /* what both ends write alike */
-  HELLO_BODY = 36,
+  HELLO_BODY = 36 + DC_AUTH_NONCE_BYTES,
   HELLO_BYTES = HELLO_BODY + DC_AUTH_PROOF_BYTES
 };
 
@@ -61,11 +62,13 @@ typedef struct meet {
   dc_group *g;
   ring_impl *R;
   dc_auth auth;
-  int *fds;   /* per peer: greeted, else -1 */
-  int *wait;  /* per peer: dialed, its reply awaited, else -1 */
-  char *dead; /* per peer: refused, closed or bad */
-  double *by; /* per peer: greeted by then, or suspected */
-  int silent; /* the rank our failed op found silent, or -1 */
+  int *fds;              /* per peer: greeted, else -1 */
+  int *wait;             /* per peer: dialed, its reply awaited, else -1 */
+  char *dead;            /* per peer: refused, closed or bad */
+  double *by;            /* per peer: greeted by then, or suspected */
+  int silent;            /* the rank our failed op found silent, or -1 */
+  unsigned char *nonces; /* per rank, mine included (dc_agree_seal) */
+  dc_agree_seal seal;
   double deadline;
 } meet;
 
@@ -77,6 +80,8 @@ static void hello(const meet *M, int from, int to, unsigned char *b) {
   dc_put64(b + 16, M->R->job);
   dc_put64(b + 24, M->g->id);
   dc_put32(b + 32, (uint32_t)M->silent);
+  memcpy(b + 36, M->nonces + (size_t)from * DC_AUTH_NONCE_BYTES,
+         DC_AUTH_NONCE_BYTES);
   dc_auth_mac(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY);
 }
 
@@ -88,7 +93,8 @@ static void silent_hint(meet *M, int p) {
     M->by[p] = soon;
 }
 
-/* The sender of a good hello to me, or -1; its silent rank is a hint. */
+/* The sender of a good hello to me, or -1; its silent rank is a hint,
+ * its nonce kept for the agreement's MACs. */
 static int hello_from(meet *M, const unsigned char *b) {
   unsigned char want[HELLO_BYTES];
   int from = (int)dc_get32(b + 4);
@@ -101,6 +107,8 @@ static int hello_from(meet *M, const unsigned char *b) {
       !dc_auth_mac_ok(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY))
     return -1;
   silent_hint(M, (int)dc_get32(b + 32));
+  memcpy(M->nonces + (size_t)from * DC_AUTH_NONCE_BYTES, b + 36,
+         DC_AUTH_NONCE_BYTES);
   return from;
 }
 
@@ -347,11 +355,14 @@ static dc_status listen_fresh(ring_impl *R, fresh *F, char *err,
 static dc_status read_slots(const meet *M, const dc_agree *a, int p, char *slot,
                             size_t block, char *err, size_t errlen) {
   size_t len = dc_agree_msg_bytes(a->size);
-  unsigned char *m = malloc(len);
+  size_t wire = dc_agree_wire_bytes(a->size, &M->seal);
+  unsigned char *m = malloc(wire);
   int same = dc_agree_told(a, p);
   dc_status st = m ? DC_OK : DC_ERR_NOMEM;
   while (st == DC_OK && !same) {
-    st = dc_sock_read_all(M->fds[p], m, len, M->deadline);
+    st = dc_sock_read_all(M->fds[p], m, wire, M->deadline);
+    if (st == DC_OK)
+      st = dc_agree_unseal(&M->seal, p, a->me, m, len, err, errlen);
     if (st == DC_OK)
       st = dc_agree_decision(a, p, m, len, &same, err, errlen);
   }
@@ -361,7 +372,9 @@ static dc_status read_slots(const meet *M, const dc_agree *a, int p, char *slot,
   if (st != DC_OK && !err[0])
     snprintf(err, errlen, "rank %d (%s) was lost during the shrink (%s)", p,
              M->R->world[p].text, dc_strerror(st));
-  return st == DC_OK ? DC_OK : st == DC_ERR_TIMEOUT ? st : DC_ERR_PEER_LOST;
+  return st == DC_OK || st == DC_ERR_TIMEOUT || st == DC_ERR_AUTH
+             ? st
+             : DC_ERR_PEER_LOST;
 }
 
 /* Every member's fresh addresses, over the agreement's sockets. Each
@@ -469,8 +482,8 @@ static dc_status regroup(const meet *M, const dc_agree *a, int attempt,
  * whose set-up failed vetoes, a member lost meanwhile is suspected. *ok:
  * the same members and no veto, on every rank that decides; else every
  * one retries with b's members. */
-static dc_status confirm(const meet *M, const dc_agree *a, int built,
-                         dc_agree *b, int *ok, char *err, size_t errlen) {
+static dc_status confirm(meet *M, const dc_agree *a, int built, dc_agree *b,
+                         int *ok, char *err, size_t errlen) {
   *ok = 0;
   dc_status st = dc_agree_init(b, a->size, a->me);
   for (int p = 0; st == DC_OK && p < a->size; p++)
@@ -479,8 +492,10 @@ static dc_status confirm(const meet *M, const dc_agree *a, int built,
   if (!built)
     dc_agree_veto(b);
   int rounds = 0;
+  M->seal.phase++; /* a vote of the last agreement is refused here */
   if (st == DC_OK)
-    st = dc_agree_run(b, M->fds, M->g->timeout_s, &rounds, err, errlen);
+    st = dc_agree_run(b, M->fds, &M->seal, M->g->timeout_s, &rounds, err,
+                      errlen);
   if (st != DC_OK)
     return st;
   *ok = !b->veto &&
@@ -514,7 +529,8 @@ static dc_status agree(meet *M, dc_agree *a, char *err, size_t errlen) {
     if (M->dead[p])
       dc_agree_suspect(a, p);
   int rounds = 0;
-  dc_status st = dc_agree_run(a, M->fds, M->g->timeout_s, &rounds, err, errlen);
+  dc_status st =
+      dc_agree_run(a, M->fds, &M->seal, M->g->timeout_s, &rounds, err, errlen);
   dc_log(M->g, "shrink: agreement after %d round(s): %s", rounds,
          st == DC_OK ? "decided" : err);
   return st;
@@ -576,9 +592,14 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   M.wait = malloc(sizeof *M.wait * (size_t)g->size);
   M.dead = calloc((size_t)g->size, 1);
   M.by = calloc((size_t)g->size, sizeof *M.by);
+  M.nonces = calloc((size_t)g->size, DC_AUTH_NONCE_BYTES);
+  M.seal = (dc_agree_seal){.auth = &M.auth, .group = g->id, .nonces = M.nonces};
   dc_agree a = {0};
-  st = M.fds && M.wait && M.dead && M.by ? dc_agree_init(&a, g->size, g->rank)
-                                         : DC_ERR_NOMEM;
+  st = M.fds && M.wait && M.dead && M.by && M.nonces
+           ? dc_agree_init(&a, g->size, g->rank)
+           : DC_ERR_NOMEM;
+  if (M.nonces)
+    dc_auth_nonce(&M.auth, M.nonces + (size_t)g->rank * DC_AUTH_NONCE_BYTES);
   for (int p = 0; M.fds && M.wait && p < g->size; p++)
     M.fds[p] = M.wait[p] = -1;
   if (st == DC_OK)
@@ -598,5 +619,6 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   free(M.wait);
   free(M.dead);
   free(M.by);
+  free(M.nonces);
   return st;
 }
