@@ -7,7 +7,8 @@
 # victim stops itself, silent but alive; before: it dies after three
 # good ops, as the others shrink the healthy group; connect, confirm: it
 # dies between ops and rank VICTIM + 1 dies in the shrink, as the
-# survivors' group connects, where the library's test hook says). The
+# survivors' group connects, where the library's test hook says;
+# inshrink: from a timer once in the shrink, see shrink_test.c). The
 # survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
 # when the launcher ends with status 0, names the killed rank, and every
 # survivor reports 0 failed; prints the kill-to-first-all_sum times.
@@ -16,11 +17,11 @@ launcher=$1 prog=$2 n=$3 victim=$4 mode=$5 transport=$6
 . "$(dirname "$0")/mp_lib.sh"
 if [ "$transport" = tcp ]; then export DISTCOMM_SHM=0; fi
 want=$((n - 1))
-case $mode in none | refused) want=$n ;; connect | confirm) want=$((n - 2)) ;; esac
+case $mode in none | refused) want=$n ;; connect | confirm | inshrink) want=$((n - 2)) ;; esac
 # connect: the survivors' set-up waits for the second victim until the
 # timeout (its addresses were swapped), then all retry without it.
 timeout_s=20
-[ "$mode" = connect ] && timeout_s=5
+case $mode in connect | inshrink) timeout_s=5 ;; esac
 
 t0=$(now_ms)
 if [ "$mode" = stop ]; then
@@ -55,7 +56,7 @@ if [ "$victim" -ge 0 ] &&
   fail "no launcher line names rank $victim killed by signal 9"
 fi
 second=$(((victim + 1) % n))
-case $mode in connect | confirm)
+case $mode in connect | confirm | inshrink)
   grep -Eq "rank $second \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$mp_tmp/out" ||
     fail "no launcher line names rank $second killed by signal 9"
   ;;
