@@ -8,7 +8,8 @@
 # good ops, as the others shrink the healthy group; connect, confirm: it
 # dies between ops and rank VICTIM + 1 dies in the shrink, as the
 # survivors' group connects, where the library's test hook says;
-# inshrink: from a timer once in the shrink, see shrink_test.c). The
+# inshrink: from a timer once in the shrink, see shrink_test.c; split:
+# between ops of a split group, ranks reversed). The
 # survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
 # when the launcher ends with status 0, names the killed rank, and every
 # survivor reports 0 failed; prints the kill-to-first-all_sum times.
@@ -16,6 +17,8 @@ set -u
 launcher=$1 prog=$2 n=$3 victim=$4 mode=$5 transport=$6
 . "$(dirname "$0")/mp_lib.sh"
 if [ "$transport" = tcp ]; then export DISTCOMM_SHM=0; fi
+# refused: the ring with neighbours only cannot shrink
+if [ "$mode" = refused ]; then export DISTCOMM_RING_NEIGHBOURS=1; fi
 want=$((n - 1))
 case $mode in none | refused) want=$n ;; connect | confirm | inshrink) want=$((n - 2)) ;; esac
 # connect: the survivors' set-up waits for the second victim until the
@@ -51,6 +54,8 @@ elif [ "$good" -ne "$want" ]; then
 else
   ok "$want survivors shrank and passed in $dt ms"
 fi
+# split: VICTIM is its rank in the reversed split group
+[ "$mode" = split ] && victim=$((n - 1 - victim))
 if [ "$victim" -ge 0 ] &&
   ! grep -Eq "rank $victim \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$mp_tmp/out"; then
   fail "no launcher line names rank $victim killed by signal 9"

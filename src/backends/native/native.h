@@ -34,7 +34,7 @@ typedef struct ring_impl {
                              rank is on this host; set on every dc_comm */
   /* Kept for dc_group_shrink (shrink.c): this rank's listeners, open for
    * the group's life, and every rank's first address (size entries); NULL
-   * where the group cannot shrink (split, the mesh backend). */
+   * where the group cannot shrink (the mesh backend). */
   int *kept_fds, nkept;
   dc_addr *world;
 } ring_impl;

@@ -519,8 +519,8 @@ static dc_status refuse(dc_group *g, char *err, size_t errlen) {
              "per pair) yet: use the ring");
   else
     snprintf(err, errlen,
-             "not supported on a split group yet: only the world group and "
-             "groups from dc_group_shrink keep the listeners it needs");
+             "this group kept no listeners to meet on (no memory when it "
+             "was made)");
   return DC_ERR_NOT_SUPPORTED;
 }
 
