@@ -417,9 +417,34 @@ static dc_status swap_slots(const meet *M, const dc_agree *a, fresh *F,
   return first;
 }
 
+/* The set-up's abandon hook (dc_engine_plan): a member whose agreement
+ * socket closed is dead, so waiting for it to connect is vain. */
+typedef struct watch {
+  const meet *M;
+  const fresh *F;
+} watch;
+
+static int member_lost(void *arg, char *why, size_t whylen) {
+  const watch *W = arg;
+  for (int i = 0; i < W->F->n; i++) {
+    int p = W->F->ranks[i];
+    struct pollfd pf = {.fd = W->M->fds[p], .events = POLLRDHUP};
+    if (i == W->F->me || pf.fd < 0 || poll(&pf, 1, 0) <= 0 ||
+        !(pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+      continue;
+    snprintf(why, whylen,
+             "rank %d (%s) was lost as the survivors' group "
+             "connected",
+             p, W->M->R->world[p].text);
+    return 1;
+  }
+  return 0;
+}
+
 static dc_status build_new(const meet *M, fresh *F, int attempt, dc_group **out,
                            char *err, size_t errlen) {
   ring_impl *R = M->R;
+  watch W = {M, F};
   dc_engine_plan p = {.rank = F->me,
                       .size = F->n,
                       .naddrs = R->naddrs,
@@ -427,7 +452,9 @@ static dc_status build_new(const meet *M, fresh *F, int attempt, dc_group **out,
                       .addrs = F->addrs,
                       .listen_fds = F->lfds,
                       .job = R->job,
-                      .group = new_id(M->g->id, attempt, F->ranks, F->n)};
+                      .group = new_id(M->g->id, attempt, F->ranks, F->n),
+                      .abandon = member_lost,
+                      .abandon_arg = &W};
   dc_status st = ring_build(&p, F->mine, M->g->timeout_s, out, err, errlen);
   if (st != DC_OK)
     return st;
