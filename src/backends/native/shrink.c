@@ -93,8 +93,7 @@ static void silent_hint(meet *M, int p) {
     M->by[p] = soon;
 }
 
-/* The sender of a good hello to me, or -1; its silent rank is a hint,
- * its nonce kept for the agreement's MACs. */
+/* The sender of a good hello to me, or -1; its silent rank is a hint. */
 static int hello_from(meet *M, const unsigned char *b) {
   unsigned char want[HELLO_BYTES];
   int from = (int)dc_get32(b + 4);
@@ -107,9 +106,14 @@ static int hello_from(meet *M, const unsigned char *b) {
       !dc_auth_mac_ok(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY))
     return -1;
   silent_hint(M, (int)dc_get32(b + 32));
-  memcpy(M->nonces + (size_t)from * DC_AUTH_NONCE_BYTES, b + 36,
-         DC_AUTH_NONCE_BYTES);
   return from;
+}
+
+/* p greeted on fd: its nonce (hello b) kept for the agreement's MACs. */
+static void greeted(meet *M, int p, int fd, const unsigned char *b) {
+  M->fds[p] = fd;
+  memcpy(M->nonces + (size_t)p * DC_AUTH_NONCE_BYTES, b + 36,
+         DC_AUTH_NONCE_BYTES);
 }
 
 /* One connect without retry: 1 connected, 0 refused or failed (the peer's
@@ -184,7 +188,7 @@ static void probe_lower(meet *M) {
  * anything else (a probe, a stranger, a late duplicate) is closed. */
 static void take(meet *M, int lfd) {
   int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  unsigned char b[HELLO_BYTES];
+  unsigned char b[HELLO_BYTES], mine[HELLO_BYTES];
   if (fd < 0)
     return;
   double by = dc_now() + 1.0 < M->deadline ? dc_now() + 1.0 : M->deadline;
@@ -196,13 +200,13 @@ static void take(meet *M, int lfd) {
     close(fd);
     return;
   }
-  hello(M, M->g->rank, p, b);
-  if (dc_sock_write_all(fd, b, HELLO_BYTES, M->deadline) != DC_OK) {
+  hello(M, M->g->rank, p, mine);
+  if (dc_sock_write_all(fd, mine, HELLO_BYTES, M->deadline) != DC_OK) {
     close(fd);
     M->dead[p] = 1;
     return;
   }
-  M->fds[p] = fd;
+  greeted(M, p, fd, b);
 }
 
 /* A higher rank's reply: greeted, or dead. */
@@ -212,7 +216,7 @@ static void replied(meet *M, int p) {
   M->wait[p] = -1;
   if (dc_sock_read_all(fd, b, HELLO_BYTES, M->deadline) == DC_OK &&
       hello_from(M, b) == p) {
-    M->fds[p] = fd;
+    greeted(M, p, fd, b);
     return;
   }
   close(fd);
