@@ -11,8 +11,9 @@
 
 #include "base/clock.h"
 
-/* A message: "DCAG", kind, 3 zero bytes, round, size (little-endian
- * 32-bit), then the suspect set as little-endian 64-bit words. */
+/* A message: "DCAG", kind, the veto (0 or 1), 2 zero bytes, round, size
+ * (little-endian 32-bit), then the suspect set as little-endian 64-bit words.
+ */
 enum { AGREE_HDR = 16, AGREE_ROUND = 1, AGREE_DECIDED = 2 };
 static const unsigned char magic[4] = {'D', 'C', 'A', 'G'};
 
@@ -53,6 +54,11 @@ int dc_agree_suspects(const dc_agree *a, int peer) {
   return peer >= 0 && peer < a->size && has(a->sus, peer);
 }
 
+void dc_agree_veto(dc_agree *a) {
+  if (!a->decided)
+    a->veto = 1;
+}
+
 int dc_agree_talks_to(const dc_agree *a, int peer) {
   return peer >= 0 && peer < a->size && peer != a->me && !has(a->sus, peer);
 }
@@ -76,9 +82,11 @@ static uint32_t get32(const unsigned char *p) {
  * same set lets us decide (end_round), because every peer heard it. */
 void dc_agree_encode(dc_agree *a, unsigned char *out) {
   memcpy(a->prev, a->sus, (size_t)a->words * sizeof *a->sus);
+  a->prev_veto = a->veto;
   memcpy(out, magic, 4);
   out[4] = a->decided ? AGREE_DECIDED : AGREE_ROUND;
-  out[5] = out[6] = out[7] = 0;
+  out[5] = (unsigned char)a->veto;
+  out[6] = out[7] = 0;
   put32(out + 8, (uint32_t)a->round);
   put32(out + 12, (uint32_t)a->size);
   for (int w = 0; w < a->words; w++)
@@ -97,7 +105,7 @@ static dc_status check_header(const dc_agree *a, int peer,
                               size_t whylen) {
   if (len != dc_agree_msg_bytes(a->size))
     return bad(why, whylen, peer, "wrong length");
-  if (memcmp(m, magic, 4) != 0 || m[5] || m[6] || m[7])
+  if (memcmp(m, magic, 4) != 0 || m[5] > 1 || m[6] || m[7])
     return bad(why, whylen, peer, "not an agreement message");
   if (m[4] != AGREE_ROUND && m[4] != AGREE_DECIDED)
     return bad(why, whylen, peer, "unknown kind");
@@ -142,6 +150,7 @@ dc_status dc_agree_receive(dc_agree *a, int peer, const unsigned char *msg,
     int decided = msg[4] == AGREE_DECIDED;
     for (int w = 0; w < a->words; w++)
       a->sus[w] = decided ? set[w] : a->sus[w] | set[w];
+    a->veto = decided ? msg[5] : a->veto | msg[5];
     a->decided = decided;
   }
   free(set);
@@ -164,15 +173,16 @@ dc_status dc_agree_decision(const dc_agree *a, int peer,
   if (!set)
     return DC_ERR_NOMEM;
   dc_status st = read_set(a, peer, msg, set, why, whylen);
-  if (st == DC_OK && memcmp(set, a->sus, (size_t)a->words * sizeof *set))
-    st = bad(why, whylen, peer, "it decided other members");
+  if (st == DC_OK && (memcmp(set, a->sus, (size_t)a->words * sizeof *set) ||
+                      msg[5] != a->veto))
+    st = bad(why, whylen, peer, "it decided another outcome");
   free(set);
   *same = st == DC_OK;
   return st;
 }
 
 int dc_agree_end_round(dc_agree *a) {
-  if (!a->decided &&
+  if (!a->decided && a->veto == a->prev_veto &&
       memcmp(a->sus, a->prev, (size_t)a->words * sizeof *a->sus) == 0)
     a->decided = 1;
   if (a->decided)
@@ -191,6 +201,61 @@ int dc_agree_members(const dc_agree *a, int *ranks, int *me_new) {
     ranks[n++] = r;
   }
   return n;
+}
+
+/* ---- the votes' MAC ------------------------------------------------- */
+
+#define AGREE_LABEL "distcomm agree"
+enum { SEAL_HDR = 8 + 4 + 4 + 4 + 2 * DC_AUTH_NONCE_BYTES };
+
+static int sealed(const dc_agree_seal *s) {
+  return s && s->auth && s->auth->on;
+}
+
+size_t dc_agree_wire_bytes(int size, const dc_agree_seal *s) {
+  return dc_agree_msg_bytes(size) + (sealed(s) ? DC_AUTH_PROOF_BYTES : 0);
+}
+
+void dc_agree_seal_msg(const dc_agree_seal *s, int from, int to,
+                       const unsigned char *msg, size_t len,
+                       unsigned char mac[DC_AUTH_PROOF_BYTES]) {
+  unsigned char *b = malloc(SEAL_HDR + len);
+  memset(mac, 0, DC_AUTH_PROOF_BYTES);
+  if (!sealed(s) || !b) { /* no memory: a MAC of zeros, refused there */
+    free(b);
+    return;
+  }
+  for (int i = 0; i < 8; i++)
+    b[i] = (unsigned char)(s->group >> (8 * i));
+  put32(b + 8, s->phase);
+  put32(b + 12, (uint32_t)from);
+  put32(b + 16, (uint32_t)to);
+  memcpy(b + 20, s->nonces + (size_t)from * DC_AUTH_NONCE_BYTES,
+         DC_AUTH_NONCE_BYTES);
+  memcpy(b + 20 + DC_AUTH_NONCE_BYTES,
+         s->nonces + (size_t)to * DC_AUTH_NONCE_BYTES, DC_AUTH_NONCE_BYTES);
+  memcpy(b + SEAL_HDR, msg, len);
+  dc_auth_mac(s->auth, AGREE_LABEL, b, SEAL_HDR + len, mac);
+  free(b);
+}
+
+dc_status dc_agree_unseal(const dc_agree_seal *s, int from, int to,
+                          const unsigned char *wire, size_t len, char *why,
+                          size_t whylen) {
+  unsigned char want[DC_AUTH_PROOF_BYTES];
+  if (!sealed(s))
+    return DC_OK;
+  dc_agree_seal_msg(s, from, to, wire, len, want);
+  unsigned char diff = 0; /* constant time */
+  for (int i = 0; i < DC_AUTH_PROOF_BYTES; i++)
+    diff |= (unsigned char)(want[i] ^ wire[len + (size_t)i]);
+  if (diff == 0)
+    return DC_OK;
+  snprintf(why, whylen,
+           "rank %d's agreement message fails the job token's MAC (forged "
+           "or altered on the way)",
+           from);
+  return DC_ERR_AUTH;
 }
 
 /* ---- the rounds over sockets ---------------------------------------- */
@@ -242,54 +307,63 @@ static int get_all(int fd, unsigned char *b, size_t n, double deadline) {
 }
 
 /* Send this round's message (or the decision) to every peer we talk to
- * (the decision: to every peer whose socket is open). */
-static void send_round(dc_agree *a, const int *fds, unsigned char *m,
-                       double deadline) {
+ * (the decision: to every peer whose socket is open), each with its MAC. */
+static void send_round(dc_agree *a, const int *fds, const dc_agree_seal *seal,
+                       unsigned char *w, double deadline) {
   size_t len = dc_agree_msg_bytes(a->size);
+  size_t wire = dc_agree_wire_bytes(a->size, seal);
   int decided = a->decided;
-  dc_agree_encode(a, m);
-  for (int p = 0; p < a->size; p++)
-    if (fds[p] >= 0 && (decided || dc_agree_talks_to(a, p)) &&
-        !put_all(fds[p], m, len, deadline))
+  dc_agree_encode(a, w);
+  for (int p = 0; p < a->size; p++) {
+    if (fds[p] < 0 || !(decided || dc_agree_talks_to(a, p)))
+      continue;
+    if (wire > len)
+      dc_agree_seal_msg(seal, a->me, p, w, len, w + len);
+    if (!put_all(fds[p], w, wire, deadline))
       dc_agree_suspect(a, p);
+  }
 }
 
 /* Read one message from every peer we talk to, or suspect it. */
-static dc_status read_round(dc_agree *a, const int *fds, unsigned char *m,
+static dc_status read_round(dc_agree *a, const int *fds,
+                            const dc_agree_seal *seal, unsigned char *w,
                             double deadline, char *why, size_t whylen) {
   size_t len = dc_agree_msg_bytes(a->size);
+  size_t wire = dc_agree_wire_bytes(a->size, seal);
   for (int p = 0; p < a->size && !a->decided; p++) {
     if (!dc_agree_talks_to(a, p))
       continue;
-    if (fds[p] < 0 || get_all(fds[p], m, len, deadline) != 1) {
+    if (fds[p] < 0 || get_all(fds[p], w, wire, deadline) != 1) {
       dc_agree_suspect(a, p);
       continue;
     }
-    dc_status st = dc_agree_receive(a, p, m, len, why, whylen);
+    dc_status st = dc_agree_unseal(seal, p, a->me, w, len, why, whylen);
+    if (st == DC_OK)
+      st = dc_agree_receive(a, p, w, len, why, whylen);
     if (st != DC_OK)
       return st;
   }
   return DC_OK;
 }
 
-dc_status dc_agree_run(dc_agree *a, const int *fds, double timeout, int *rounds,
-                       char *why, size_t whylen) {
-  unsigned char *m = malloc(dc_agree_msg_bytes(a->size));
-  if (!m)
+dc_status dc_agree_run(dc_agree *a, const int *fds, const dc_agree_seal *seal,
+                       double timeout, int *rounds, char *why, size_t whylen) {
+  unsigned char *w = malloc(dc_agree_wire_bytes(a->size, seal));
+  if (!w)
     return DC_ERR_NOMEM;
   dc_status st = DC_OK;
   int n = 0;
   while (st == DC_OK && !a->decided) {
     double deadline = dc_now() + timeout;
-    send_round(a, fds, m, deadline);
-    st = read_round(a, fds, m, deadline, why, whylen);
+    send_round(a, fds, seal, w, deadline);
+    st = read_round(a, fds, seal, w, deadline, why, whylen);
     if (st == DC_OK)
       dc_agree_end_round(a);
     n++;
   }
   if (st == DC_OK)
-    send_round(a, fds, m, dc_now() + timeout);
-  free(m);
+    send_round(a, fds, seal, w, dc_now() + timeout);
+  free(w);
   if (rounds)
     *rounds = n;
   return st;

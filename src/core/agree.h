@@ -25,8 +25,9 @@
  * round after it wakes, it may decide a membership nobody else holds, so
  * the group built on the decision must make its id from the members, and
  * fail for that rank alone. The membership decided may
- * still hold a rank that died after the others heard it: the group built
- * on it then fails naming that rank, and the caller shrinks again. */
+ * still hold a rank that died after the others heard it: dc_group_shrink
+ * then runs a second agreement, with a veto (dc_agree_veto) from any member
+ * whose set-up of the new group failed, and all set up again without it. */
 #ifndef DC_CORE_AGREE_H
 #define DC_CORE_AGREE_H
 
@@ -34,16 +35,18 @@
 #include <stdint.h>
 
 #include "distcomm.h"
+#include "transport/auth.h"
 
 #define DC_AGREE_MAX_RANKS 65536
 
 typedef struct dc_agree {
   int size, me, round;
   int decided;
-  int words;      /* uint64_t words of a set */
-  uint64_t *sus;  /* suspects known now (never me) */
-  uint64_t *prev; /* suspects sent at the start of this round */
-  uint64_t *told; /* peers whose decided message was read */
+  int veto, prev_veto; /* one more bit agreed like a suspect: "no" */
+  int words;           /* uint64_t words of a set */
+  uint64_t *sus;       /* suspects known now (never me) */
+  uint64_t *prev;      /* suspects sent at the start of this round */
+  uint64_t *told;      /* peers whose decided message was read */
 } dc_agree;
 
 /* A rank me of a group of size, suspecting nobody yet. DC_ERR_INVALID for a
@@ -55,6 +58,11 @@ void dc_agree_free(dc_agree *a);
  * the timeout. Also for ranks already known lost before the first round. */
 void dc_agree_suspect(dc_agree *a, int peer);
 int dc_agree_suspects(const dc_agree *a, int peer);
+
+/* A vote against, agreed as the suspects are (the union): once any rank
+ * vetoes before the decision, every rank that decides holds the veto.
+ * dc_group_shrink's second agreement: "my set-up of the new group failed". */
+void dc_agree_veto(dc_agree *a);
 
 /* Whether to send to and read from peer this round: not me, not suspect. */
 int dc_agree_talks_to(const dc_agree *a, int peer);
@@ -89,14 +97,38 @@ dc_status dc_agree_decision(const dc_agree *a, int peer,
                             const unsigned char *msg, size_t len, int *same,
                             char *why, size_t whylen);
 
+/* The votes' MAC: with the job token, every message on the wire is followed
+ * by DC_AUTH_PROOF_BYTES, a MAC over the group, the phase (one per
+ * agreement on the same sockets), the sender and receiver, both ends'
+ * nonces and the message, so that a vote forged, altered or replayed from
+ * another connection or agreement is refused. auth NULL or off: none. */
+typedef struct dc_agree_seal {
+  const dc_auth *auth;
+  uint64_t group;
+  uint32_t phase;
+  const unsigned char *nonces; /* size x DC_AUTH_NONCE_BYTES, by rank */
+} dc_agree_seal;
+
+/* Bytes of one message on the wire: dc_agree_msg_bytes and the MAC. */
+size_t dc_agree_wire_bytes(int size, const dc_agree_seal *s);
+/* The MAC of msg (len bytes) from rank from to rank to, into mac. */
+void dc_agree_seal_msg(const dc_agree_seal *s, int from, int to,
+                       const unsigned char *msg, size_t len,
+                       unsigned char mac[DC_AUTH_PROOF_BYTES]);
+/* wire: a message of len bytes and its MAC, from rank from to rank to.
+ * DC_ERR_AUTH (why names the sender) when the MAC is wrong. */
+dc_status dc_agree_unseal(const dc_agree_seal *s, int from, int to,
+                          const unsigned char *wire, size_t len, char *why,
+                          size_t whylen);
+
 /* The rounds over one connected stream socket per peer (fds[peer], -1 for
  * none and for me), ranks already known lost suspected beforehand. A
  * peer whose socket closes or fails is suspected at once, one silent for
  * timeout seconds in a round too; at the decision, it is sent to every
- * peer whose socket is open. Returns DC_OK once decided (*rounds, when not
- * NULL, says how many ran), or the first error with why naming the peer.
- * The caller owns and closes fds. */
-dc_status dc_agree_run(dc_agree *a, const int *fds, double timeout, int *rounds,
-                       char *why, size_t whylen);
+ * peer whose socket is open. Messages are sealed under seal (NULL: none).
+ * Returns DC_OK once decided (*rounds, when not NULL, says how many ran), or
+ * the first error with why naming the peer. The caller owns and closes fds. */
+dc_status dc_agree_run(dc_agree *a, const int *fds, const dc_agree_seal *seal,
+                       double timeout, int *rounds, char *why, size_t whylen);
 
 #endif

@@ -387,6 +387,9 @@ dc_status dc_engine_accept_all(dc_engine *t, const dc_engine_plan *p,
       st = timed_out(&A, err, errlen);
     else
       round_once(&A, left);
+    if (st == DC_OK && A.want > 0 && p->abandon &&
+        p->abandon(p->abandon_arg, err, errlen))
+      st = DC_ERR_PEER_LOST;
     if (A.want > 0 && st == DC_OK && dc_waiting_due(&w))
       note_missing(&A, &w, deadline);
   }

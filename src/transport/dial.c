@@ -192,6 +192,13 @@ static dc_status handshake(int fd, const dc_engine_plan *p, const dc_auth *auth,
   return st;
 }
 
+/* Each try's end: with an abandon hook, 0.1 s, so that it is asked. */
+static double dial_until(const dc_engine_plan *p, const dc_waiting *w,
+                         double deadline) {
+  double until = dc_waiting_until(w, deadline), soon = dc_now() + 0.1;
+  return p->abandon && soon < until ? soon : until;
+}
+
 /* Same-host pairs dial the Unix socket beside the peer's TCP listener
  * first: less than half the CPU of a TCP connection
  * (bench/scale/many-ranks.md), and the peer's pid comes with it (setup_shm.c).
@@ -207,11 +214,14 @@ static dc_status dial(dc_engine *t, const dc_engine_plan *p, int q, int lane,
   dc_waiting w = dc_waiting_start();
   dc_status st;
   while ((st = dc_sock_connect_via(local ? &twin : NULL, a,
-                                   dc_waiting_until(&w, deadline), fd,
-                                   unix_sock, err, errlen)) == DC_ERR_TIMEOUT &&
-         dc_now() < deadline)
+                                   dial_until(p, &w, deadline), fd, unix_sock,
+                                   err, errlen)) == DC_ERR_TIMEOUT &&
+         dc_now() < deadline) {
+    if (p->abandon && p->abandon(p->abandon_arg, err, errlen))
+      return DC_ERR_PEER_LOST;
     if (dc_waiting_due(&w))
       note_wait(p, q, a, &w, deadline, "to listen (is it running?)");
+  }
   if (st != DC_OK) {
     int far = p->size > 2 && !dc_plan_neighbours_only(p) &&
               q != (p->rank + 1) % p->size &&

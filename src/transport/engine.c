@@ -48,6 +48,7 @@ dc_engine *dc_engine_new(const dc_engine_hooks *h, int rank, int size,
   t->rank = rank;
   t->size = size;
   t->lanes = lanes;
+  t->silent = -1;
   t->conns = calloc((size_t)size * (size_t)lanes, sizeof *t->conns);
   t->p2p_tx = calloc((size_t)size, sizeof *t->p2p_tx);
   t->p2p_rx = calloc((size_t)size, sizeof *t->p2p_rx);
@@ -309,15 +310,19 @@ static dc_status pass(dc_engine *t, dc_comm *c, dc_xstep *s, int n,
 }
 
 static dc_status timed_out(dc_engine *t, dc_comm *c, dc_xstep *s, int n) {
-  for (int i = 0; i < n; i++)
-    if (active(s, i))
-      return dc_engine_fail(
-          t, DC_ERR_TIMEOUT,
-          "no progress for %.0f s waiting for rank %d (%s) to %s "
-          "(%.1f MiB of %.1f MiB received from it)",
-          dc_engine_timeout(t), s[i].conn->peer, s[i].conn->addr,
-          s[i].x->is_send ? "take our data" : "send", mib(s[i].conn->op_rx),
-          mib(c->total_bytes));
+  for (int i = 0; i < n; i++) {
+    if (!active(s, i))
+      continue;
+    if (t->silent < 0)
+      t->silent = s[i].conn->peer;
+    return dc_engine_fail(
+        t, DC_ERR_TIMEOUT,
+        "no progress for %.0f s waiting for rank %d (%s) to %s "
+        "(%.1f MiB of %.1f MiB received from it)",
+        dc_engine_timeout(t), s[i].conn->peer, s[i].conn->addr,
+        s[i].x->is_send ? "take our data" : "send", mib(s[i].conn->op_rx),
+        mib(c->total_bytes));
+  }
   return dc_engine_fail(t, DC_ERR_TIMEOUT, "no progress");
 }
 
@@ -540,7 +545,8 @@ dc_status dc_engine_pull(dc_comm *c, int peer, void *dst, uint64_t src,
 /* Read and drop what peers still send until each closes its side, so that
  * our close() does not reset the connection and destroy the abort frame we
  * sent before the peer has read it. Bounded: a peer that keeps sending past
- * the deadline gets the reset. */
+ * the deadline gets the reset. Not the peer found silent: it would hold us
+ * to the deadline, and the survivors' dc_group_shrink waits on this. */
 static void drain(dc_engine *t, double deadline) {
   char sink[4096]; /* per call: groups drain from their own threads */
   int open = 1;
@@ -548,8 +554,8 @@ static void drain(dc_engine *t, double deadline) {
     open = 0;
     for (int i = 0; i < t->size * t->lanes; i++) {
       dc_conn *k = &t->conns[i];
-      if (k->fd < 0 || k->tx_left == SIZE_MAX)
-        continue;
+      if (k->fd < 0 || k->tx_left == SIZE_MAX || k->peer == t->silent)
+        continue; /* a silent peer would hold us to the deadline */
       ssize_t r = recv(k->fd, sink, sizeof sink, MSG_DONTWAIT);
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
         k->tx_left = SIZE_MAX; /* drained: the peer has closed */

@@ -59,6 +59,8 @@ typedef struct dc_engine {
   int one_host;    /* every rank of the group is on this host */
   int pull_ok;     /* every peer's memory is readable (single copy) */
   int pull_forced; /* DISTCOMM_CMA=1 on every rank: no measuring */
+  int silent;      /* the peer the first "no progress" timeout named, or -1:
+                      dc_group_shrink suspects it first */
 } dc_engine;
 
 /* Open a group's mesh: dc_engine_new with the plan's rank, size and lanes,

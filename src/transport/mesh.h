@@ -58,6 +58,11 @@ typedef struct dc_engine_plan {
    * listener[q * naddrs + k] says on which one rank q's link k arrives. */
   int per_peer, nlisten;
   const int *listener;
+  /* NULL, or asked about every 0.1 s while set-up waits to connect or be
+   * connected: non-zero (why says what) ends it with DC_ERR_PEER_LOST.
+   * dc_group_shrink's: a member's agreement socket closed (it is dead). */
+  int (*abandon)(void *arg, char *why, size_t whylen);
+  void *abandon_arg;
 } dc_engine_plan;
 
 static inline int dc_plan_lanes(const dc_engine_plan *p) {

@@ -5,7 +5,11 @@
 # middle of one; none: nobody dies and the group shrinks healthy;
 # refused: the calls refused with a clear error, VICTIM -1; stop: the
 # victim stops itself, silent but alive; before: it dies after three
-# good ops, as the others shrink the healthy group). The
+# good ops, as the others shrink the healthy group; connect, confirm: it
+# dies between ops and rank VICTIM + 1 dies in the shrink, as the
+# survivors' group connects, where the library's test hook says;
+# inshrink: from a timer once in the shrink, see shrink_test.c; split:
+# between ops of a split group, ranks reversed). The
 # survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
 # when the launcher ends with status 0, names the killed rank, and every
 # survivor reports 0 failed; prints the kill-to-first-all_sum times.
@@ -13,8 +17,14 @@ set -u
 launcher=$1 prog=$2 n=$3 victim=$4 mode=$5 transport=$6
 . "$(dirname "$0")/mp_lib.sh"
 if [ "$transport" = tcp ]; then export DISTCOMM_SHM=0; fi
+# refused: the ring with neighbours only cannot shrink
+if [ "$mode" = refused ]; then export DISTCOMM_RING_NEIGHBOURS=1; fi
 want=$((n - 1))
-case $mode in none | refused) want=$n ;; esac
+case $mode in none | refused) want=$n ;; connect | confirm | inshrink) want=$((n - 2)) ;; esac
+# inshrink: a death at set-up is found through the agreement's sockets
+# (connect checks that it is quick: well within this timeout).
+timeout_s=20
+case $mode in inshrink) timeout_s=5 ;; connect) timeout_s=10 ;; esac
 
 t0=$(now_ms)
 if [ "$mode" = stop ]; then
@@ -30,7 +40,7 @@ if [ "$mode" = stop ]; then
   [ -s "$mp_tmp/victim_pid" ] && kill -9 "$(cat "$mp_tmp/victim_pid")"
   wait "$job"
 else
-  DISTCOMM_TIMEOUT=20 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
+  DISTCOMM_TIMEOUT=$timeout_s timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
     "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1
 fi
 rc=$?
@@ -44,9 +54,30 @@ elif [ "$good" -ne "$want" ]; then
 else
   ok "$want survivors shrank and passed in $dt ms"
 fi
+# split: VICTIM is its rank in the reversed split group
+[ "$mode" = split ] && victim=$((n - 1 - victim))
 if [ "$victim" -ge 0 ] &&
   ! grep -Eq "rank $victim \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$mp_tmp/out"; then
   fail "no launcher line names rank $victim killed by signal 9"
 fi
+second=$(((victim + 1) % n))
+case $mode in connect | confirm | inshrink)
+  grep -Eq "rank $second \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$mp_tmp/out" ||
+    fail "no launcher line names rank $second killed by signal 9"
+  ;;
+esac
 grep 'kill to first all_sum' "$mp_tmp/out" | sort
+# stop: the op's timeout (2 s), then a short grace for the rank it named,
+# not a second timeout: the goal is 3 s (the timeout + 1 s); 4 s leaves
+# room for a loaded machine and still fails at twice the timeout (4.5 s).
+if [ "$mode" = stop ] && [ -z "${MP_SHRINK_NO_BOUND:-}" ]; then
+  slow=$(awk '/kill to first all_sum/ && $(NF-1) > 4.0' "$mp_tmp/out")
+  [ -z "$slow" ] || fail "a silent rank took over 4 s to leave out: $slow"
+fi
+# connect: the second victim's death ends the others' set-up at once (its
+# agreement socket closes), not at the timeout (10 s)
+if [ "$mode" = connect ]; then
+  slow=$(awk '/kill to first all_sum/ && $(NF-1) > 2.0' "$mp_tmp/out")
+  [ -z "$slow" ] || fail "a death at set-up took over 2 s to get past: $slow"
+fi
 mp_finish

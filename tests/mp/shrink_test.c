@@ -3,14 +3,21 @@
  * with SIGKILL between two ops (MODE between) or in the middle of one
  * (during, from a timer) or stops itself (stop: silent, alive; found by
  * the timeouts) or dies after three good ops, as the others call
- * dc_group_shrink on the healthy group (before); with MODE none nobody dies and
+ * dc_group_shrink on the healthy group (before), or dies between ops and
+ * rank VICTIM + 1 dies too, in the shrink, as the survivors' group connects
+ * (connect: addresses swapped, not connected; confirm: connected, not
+ * confirmed yet: a test hook of the library; inshrink: from a timer
+ * MP_SHRINK_DELAY_US after it enters the shrink, or right after its shrink
+ * returns), or dies between ops of a split group (split: all ranks, in
+ * reverse order; VICTIM is its rank there); with MODE none nobody dies and
  * the shrink is of a healthy group; with MODE refused, the calls that must be
  * refused with a clear error (NULL arguments, a split group, the singleton).
  * Each survivor waits for its op to fail, shrinks, and checks the new group's
  * size, its rank (position among the survivors) and all_sums over it; it prints
  * the time from the kill (written by the victim to DIR/kill) to its first
  * all_sum in the new group. Run through distcomm-launch --keep-going
- * (tests/mp/shrink.sh). */
+ * (tests/mp/shrink.sh). MP_SHRINK_AT: the op before which the victim dies
+ * or stops (default 3); MP_SHRINK_DURING_US: during's timer (300000). */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +32,18 @@
 
 static int rank;
 static long pass, fails;
+static const char *die_at; /* the second victim's point */
+
+/* The library's test hook (src/backends/native/native.h). */
+extern void (*dc_shrink_test_hook)(const char *point);
+
+static void second_victim(const char *point) {
+  if (strcmp(point, die_at) == 0) {
+    printf("rank %d: dying at the shrink's %s point\n", rank, point);
+    fflush(stdout);
+    raise(SIGKILL);
+  }
+}
 
 static void check(int ok, const char *what, const char *detail) {
   if (ok) {
@@ -65,12 +84,25 @@ static void die(int sig) {
   kill(getpid(), SIGKILL);
 }
 
-/* The victim in MODE during: killed by a timer 0.3 s into its all_sums. */
-static void arm(const char *dir) {
-  struct itimerval t = {.it_value = {.tv_sec = 0, .tv_usec = 300000}};
-  note_kill(dir, mp_wall() + 0.3);
+static long env_long(const char *name, long def) {
+  const char *v = getenv(name);
+  return v && *v ? atol(v) : def;
+}
+
+/* A SIGKILL in us microseconds (SIGALRM). */
+static void kill_in(long us) {
+  struct itimerval t = {.it_value = {.tv_sec = us / 1000000,
+                                     .tv_usec = us % 1000000 + (us == 0)}};
   signal(SIGALRM, die);
   setitimer(ITIMER_REAL, &t, NULL);
+}
+
+/* The victim in MODE during: killed by a timer 0.3 s (MP_SHRINK_DURING_US)
+ * into its all_sums. */
+static void arm(const char *dir) {
+  long us = env_long("MP_SHRINK_DURING_US", 300000);
+  note_kill(dir, mp_wall() + (double)us / 1e6);
+  kill_in(us);
 }
 
 static int sum_ok(const float *v, double want) {
@@ -86,14 +118,18 @@ static void until_loss(dc_group *g, int n, int victim, const char *mode,
   int healthy = strcmp(mode, "none") == 0 || strcmp(mode, "before") == 0;
   int ops_max = healthy ? 3 : 100000;
   double until = mp_mono() + 60;
+  int at = (int)env_long("MP_SHRINK_AT", 3);
   if (rank == victim && strcmp(mode, "during") == 0)
     arm(dir);
   for (int i = 0; i < ops_max && mp_mono() < until; i++) {
-    if (rank == victim && strcmp(mode, "between") == 0 && i == 3) {
+    if (rank == victim && i == at &&
+        (strcmp(mode, "between") == 0 || strcmp(mode, "connect") == 0 ||
+         strcmp(mode, "confirm") == 0 || strcmp(mode, "inshrink") == 0 ||
+         strcmp(mode, "split") == 0)) {
       note_kill(dir, mp_wall());
       raise(SIGKILL);
     }
-    if (rank == victim && strcmp(mode, "stop") == 0 && i == 3) {
+    if (rank == victim && strcmp(mode, "stop") == 0 && i == at) {
       char path[512];
       snprintf(path, sizeof path, "%s/victim_pid", dir);
       FILE *f = fopen(path, "w");
@@ -118,18 +154,47 @@ static void until_loss(dc_group *g, int n, int victim, const char *mode,
   }
 }
 
-static void after(dc_group *s, int n, int victim, const char *dir, float *in,
-                  float *out) {
-  int lost = victim >= 0 && victim < n;
-  check(dc_group_size(s) == n - lost, "new size", NULL);
-  check(dc_group_rank(s) == rank - (lost && rank > victim), "new rank", NULL);
-  double want = n * (n + 1) / 2.0 - (lost ? victim + 1 : 0);
+/* An all_sum on *s; with again (inshrink: the second victim may die
+ * after the others confirmed their group), a failed one shrinks *s again,
+ * at most twice. */
+static dc_status sum_settled(dc_group **s, int again, float *in, float *out) {
+  dc_status st = dc_all_sum(*s, in, out, COUNT, DC_FLOAT32);
+  for (int k = 0; st != DC_OK && again && k < 2; k++) {
+    dc_group *t = NULL;
+    printf("rank %d: shrinking again after: %s\n", rank,
+           dc_group_last_error(*s));
+    st = dc_group_shrink(*s, &t);
+    check(st == DC_OK, "shrink again", dc_last_error());
+    if (st != DC_OK)
+      return st;
+    dc_group_free(*s);
+    *s = t;
+    st = dc_all_sum(*s, in, out, COUNT, DC_FLOAT32);
+  }
+  return st;
+}
+
+/* lost: the victims (-1 for none). */
+static void after(dc_group **sp, int n, const int lost[2], int again,
+                  const char *dir, float *in, float *out) {
+  int nlost = 0, below = 0;
+  double want = n * (n + 1) / 2.0;
+  for (int k = 0; k < 2; k++)
+    if (lost[k] >= 0 && lost[k] < n) {
+      nlost++;
+      below += lost[k] < rank;
+      want -= lost[k] + 1;
+    }
+  dc_status st0 = sum_settled(sp, again, in, out);
+  dc_group *s = *sp;
+  check(dc_group_size(s) == n - nlost, "new size", NULL);
+  check(dc_group_rank(s) == rank - below, "new rank", NULL);
   for (int i = 0; i < 5; i++) {
-    dc_status st = dc_all_sum(s, in, out, COUNT, DC_FLOAT32);
+    dc_status st = i == 0 ? st0 : dc_all_sum(s, in, out, COUNT, DC_FLOAT32);
     check(st == DC_OK, "all_sum after the shrink", dc_group_last_error(s));
     check(st != DC_OK || sum_ok(out, want), "sum after the shrink", NULL);
     double at = read_kill(dir);
-    if (i == 0 && st == DC_OK && lost && at > 0)
+    if (i == 0 && st == DC_OK && nlost && at > 0)
       printf("rank %d: kill to first all_sum of the shrunk group: %.3f s\n",
              rank, mp_wall() - at);
   }
@@ -148,19 +213,15 @@ static void refused(dc_group *g, float *in, float *out) {
   check(dc_group_shrink(g, NULL) == DC_ERR_INVALID &&
             has(dc_last_error(), "shrink: survivors is NULL"),
         "NULL survivors", dc_last_error());
-  dc_group *sub = g;
+  /* more ranks: run with DISTCOMM_RING_NEIGHBOURS=1 (shrink.sh) */
   const char *why = dc_group_size(g) == 1
                         ? "not supported on the singleton backend"
-                        : "not supported on a split group";
-  if (dc_group_size(g) > 1)
-    check(dc_group_split(g, 0, -1, &sub) == DC_OK, "split", NULL);
-  check(dc_group_shrink(sub, &s) == DC_ERR_NOT_SUPPORTED && !s &&
+                        : "not supported when only ring neighbours";
+  check(dc_group_shrink(g, &s) == DC_ERR_NOT_SUPPORTED && !s &&
             has(dc_last_error(), why),
         "shrink refused with the reason", dc_last_error());
-  check(dc_all_sum(sub, in, out, COUNT, DC_FLOAT32) == DC_OK,
-        "the refused group still works", dc_group_last_error(sub));
-  if (sub != g)
-    dc_group_free(sub);
+  check(dc_all_sum(g, in, out, COUNT, DC_FLOAT32) == DC_OK,
+        "the refused group still works", dc_group_last_error(g));
 }
 
 /* Open file descriptors: the groups' sockets, kept listeners included,
@@ -179,7 +240,10 @@ static int open_fds(void) {
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr,
-            "usage: %s VICTIM between|during|stop|before|none|refused DIR\n",
+            "usage: %s VICTIM "
+            "between|during|stop|before|connect|confirm|inshrink|split|none|"
+            "refused "
+            "DIR\n",
             argv[0]);
     return 2;
   }
@@ -201,16 +265,39 @@ int main(int argc, char **argv) {
     free(out);
     return fails != 0;
   }
+  dc_group *world = g;
+  if (strcmp(mode, "split") == 0) { /* a split group, ranks reversed */
+    check(dc_group_split(world, 0, n - rank, &g) == DC_OK, "split",
+          dc_group_last_error(world));
+    rank = dc_group_rank(g);
+    for (size_t i = 0; i < COUNT; i++)
+      in[i] = (float)(rank + 1);
+  }
+  int lost[2] = {strcmp(mode, "none") == 0 ? -1 : victim, -1};
+  int inshrink = strcmp(mode, "inshrink") == 0;
+  if (strcmp(mode, "connect") == 0 || strcmp(mode, "confirm") == 0 ||
+      inshrink) {
+    lost[1] = (victim + 1) % n;
+    die_at = mode;
+    if (rank == lost[1] && !inshrink)
+      dc_shrink_test_hook = second_victim;
+  }
   until_loss(g, n, victim, mode, dir, in, out);
+  if (inshrink && rank == lost[1])
+    kill_in(env_long("MP_SHRINK_DELAY_US", 20000));
   dc_group *s = NULL;
   dc_status st = dc_group_shrink(g, &s);
+  if (inshrink && rank == lost[1])
+    raise(SIGKILL); /* its timer did not fire during the shrink */
   check(st == DC_OK, "shrink", dc_last_error());
   if (st == DC_OK)
-    after(s, n, strcmp(mode, "none") == 0 ? -1 : victim, dir, in, out);
+    after(&s, n, lost, inshrink, dir, in, out);
   check(dc_all_sum(g, in, out, COUNT, DC_FLOAT32) != DC_OK,
         "the old group is poisoned after the shrink", NULL);
   dc_group_free(s);
-  dc_group_free(g);
+  if (g != world)
+    dc_group_free(g);
+  dc_group_free(world);
   check(open_fds() == fds0, "every socket closed after both groups are freed",
         NULL);
   free(in);

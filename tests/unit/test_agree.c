@@ -124,9 +124,10 @@ static void teardown(sim *s) {
     dc_agree_free(&s->a[i]);
 }
 
-/* Every survivor decided the same members: all alive, none dead at start. */
+/* Every survivor decided the same members (all alive, none dead at start)
+ * and the same veto. */
 static void check_agreed(sim *s, const int *dead_at_start) {
-  int ref[N], nref = -1;
+  int ref[N], nref = -1, veto = -1;
   for (int i = 0; i < s->n; i++) {
     if (s->dead[i] || s->silent[i])
       continue;
@@ -140,6 +141,9 @@ static void check_agreed(sim *s, const int *dead_at_start) {
     }
     assert_int_equal(k, nref);
     assert_memory_equal(ranks, ref, (size_t)k * sizeof *ranks);
+    if (veto < 0)
+      veto = s->a[i].veto;
+    assert_int_equal(s->a[i].veto, veto);
   }
   for (int j = 0; nref > 0 && j < nref; j++)
     assert_false(dead_at_start[ref[j]]);
@@ -282,8 +286,14 @@ static void random_deaths_agree(void **state) {
     int n = 1 + rand() % N, f = 0;
     setup(&s, n);
     int dead0[N] = {0};
+    int vetoed = 0, any = 0; /* vetoed: by a rank alive to the end */
     for (int i = 0; i < n; i++) {
       int c = rand() % 4;
+      if (rand() % 8 == 0) {
+        dc_agree_veto(&s.a[i]);
+        vetoed |= c > 1;
+        any = 1;
+      }
       if (c == 0 && f < n - 1) { /* dead before: some know it */
         s.dead[i] = dead0[i] = 1;
         for (int j = 0; j < n; j++)
@@ -298,10 +308,36 @@ static void random_deaths_agree(void **state) {
     }
     run(&s);
     check_agreed(&s, dead0);
+    for (int i = 0; i < n; i++) {
+      assert_true(s.dead[i] || !vetoed || s.a[i].veto);
+      assert_true(any || !s.a[i].veto);
+    }
     assert_int_equal(s.timeouts, 0);
     assert_true(s.rounds <= f + 3);
     teardown(&s);
   }
+}
+
+/* dc_group_shrink's second agreement: one member's set-up failed (a
+ * veto); every rank decides the veto, with the same members. */
+static void veto_reaches_everyone(void **state) {
+  (void)state;
+  sim s;
+  setup(&s, 5);
+  int none[N] = {0};
+  dc_agree_veto(&s.a[3]);
+  run(&s);
+  check_agreed(&s, none);
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(s.a[i].veto, 1);
+  int ranks[N], me;
+  assert_int_equal(dc_agree_members(&s.a[0], ranks, &me), 5);
+  teardown(&s);
+  setup(&s, 3); /* no veto: none decided */
+  run(&s);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(s.a[i].veto, 0);
+  teardown(&s);
 }
 
 static void bad_messages_are_refused(void **state) {
@@ -336,6 +372,10 @@ static void bad_messages_are_refused(void **state) {
   assert_int_equal(dc_agree_receive(&a, 5, c, len, why, sizeof why),
                    DC_ERR_MISMATCH);
   memcpy(c, m, len);
+  c[5] = 2; /* a veto is 0 or 1 */
+  assert_int_equal(dc_agree_receive(&a, 5, c, len, why, sizeof why),
+                   DC_ERR_MISMATCH);
+  memcpy(c, m, len);
   c[16] = 0x01; /* names us, rank 0 */
   assert_int_equal(dc_agree_receive(&a, 5, c, len, why, sizeof why),
                    DC_ERR_ABORTED);
@@ -357,6 +397,7 @@ int main(void) {
       cmocka_unit_test(silent_rank_is_left_out),
       cmocka_unit_test(decision_naming_me_aborts),
       cmocka_unit_test(random_deaths_agree),
+      cmocka_unit_test(veto_reaches_everyone),
       cmocka_unit_test(bad_messages_are_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,7 +34,7 @@ typedef struct ring_impl {
                              rank is on this host; set on every dc_comm */
   /* Kept for dc_group_shrink (shrink.c): this rank's listeners, open for
    * the group's life, and every rank's first address (size entries); NULL
-   * where the group cannot shrink (split, the mesh backend). */
+   * where the group cannot shrink (the mesh backend). */
   int *kept_fds, nkept;
   dc_addr *world;
 } ring_impl;
@@ -47,6 +47,13 @@ void ring_keep_listeners(dc_group *g, int *fds, int n, const dc_addr *addrs,
 
 /* dc_group_shrink on the native backend (shrink.c). */
 dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen);
+
+/* For tests only (tests/mp/shrink_test.c, which links the static library):
+ * called on every member at two points of each set-up of the survivors'
+ * group, "connect" (addresses swapped, not connected yet) and "confirm"
+ * (connected, not confirmed yet), so that a test can kill a rank exactly
+ * there. NULL otherwise. */
+extern void (*dc_shrink_test_hook)(const char *point);
 
 /* DISTCOMM_RING_NEIGHBOURS=1: connect ring neighbours only. */
 int ring_neighbours_env(void);

@@ -41,19 +41,34 @@ void ring_keep_listeners(dc_group *g, int *fds, int n, const dc_addr *addrs,
 
 /* ---- meeting: one greeted socket per live peer ------------------------ */
 
-/* The hello both ends send: "DCSH", from, to, size, job, group id, and a
- * MAC of those under the job token (zeros without one: then, as at
- * set-up, the job id is what keeps strangers out). */
+/* The hello both ends send: "DCSH", from, to, size, job, group id, the
+ * rank the sender's failed op found silent (-1 none), the sender's nonce
+ * (the agreement's MACs cover both ends'), and a MAC of those under the
+ * job token (zeros without one: then, as at set-up, the job id is what
+ * keeps strangers out). */
 #define SHRINK_LABEL "distcomm shrink"
-enum { HELLO_BODY = 32, HELLO_BYTES = HELLO_BODY + DC_AUTH_PROOF_BYTES };
+enum {
+  HELLO_FIXED = 32, /* what both ends write alike */
+  HELLO_BODY = 36 + DC_AUTH_NONCE_BYTES,
+  HELLO_BYTES = HELLO_BODY + DC_AUTH_PROOF_BYTES
+};
+
+/* A rank a failed op found silent has had the timeout already: it gets
+ * this long more to greet, not a second timeout (issue 37: a silent rank
+ * left out within the timeout + 1 s). */
+#define SILENT_GRACE 0.5
 
 typedef struct meet {
   dc_group *g;
   ring_impl *R;
   dc_auth auth;
-  int *fds;   /* per peer: greeted, else -1 */
-  int *wait;  /* per peer: dialed, its reply awaited, else -1 */
-  char *dead; /* per peer: refused, closed or bad */
+  int *fds;              /* per peer: greeted, else -1 */
+  int *wait;             /* per peer: dialed, its reply awaited, else -1 */
+  char *dead;            /* per peer: refused, closed or bad */
+  double *by;            /* per peer: greeted by then, or suspected */
+  int silent;            /* the rank our failed op found silent, or -1 */
+  unsigned char *nonces; /* per rank, mine included (dc_agree_seal) */
+  dc_agree_seal seal;
   double deadline;
 } meet;
 
@@ -64,22 +79,41 @@ static void hello(const meet *M, int from, int to, unsigned char *b) {
   dc_put32(b + 12, (uint32_t)M->g->size);
   dc_put64(b + 16, M->R->job);
   dc_put64(b + 24, M->g->id);
+  dc_put32(b + 32, (uint32_t)M->silent);
+  memcpy(b + 36, M->nonces + (size_t)from * DC_AUTH_NONCE_BYTES,
+         DC_AUTH_NONCE_BYTES);
   dc_auth_mac(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY);
 }
 
-/* The sender of a good hello to me, or -1. */
-static int hello_from(const meet *M, const unsigned char *b) {
+/* A rank found silent, by us or a peer: greeted soon, or suspected. */
+static void silent_hint(meet *M, int p) {
+  double soon = dc_now() + SILENT_GRACE;
+  if (p >= 0 && p < M->g->size && p != M->g->rank && M->fds[p] < 0 &&
+      soon < M->by[p])
+    M->by[p] = soon;
+}
+
+/* The sender of a good hello to me, or -1; its silent rank is a hint. */
+static int hello_from(meet *M, const unsigned char *b) {
   unsigned char want[HELLO_BYTES];
   int from = (int)dc_get32(b + 4);
   if (from < 0 || from >= M->g->size || from == M->g->rank)
     return -1;
   hello(M, from, M->g->rank, want);
-  if (memcmp(b, want, HELLO_BODY) != 0)
+  if (memcmp(b, want, HELLO_FIXED) != 0)
     return -1;
   if (M->auth.on &&
       !dc_auth_mac_ok(&M->auth, SHRINK_LABEL, b, HELLO_BODY, b + HELLO_BODY))
     return -1;
+  silent_hint(M, (int)dc_get32(b + 32));
   return from;
+}
+
+/* p greeted on fd: its nonce (hello b) kept for the agreement's MACs. */
+static void greeted(meet *M, int p, int fd, const unsigned char *b) {
+  M->fds[p] = fd;
+  memcpy(M->nonces + (size_t)p * DC_AUTH_NONCE_BYTES, b + 36,
+         DC_AUTH_NONCE_BYTES);
 }
 
 /* One connect without retry: 1 connected, 0 refused or failed (the peer's
@@ -109,16 +143,16 @@ static int dial_once(const dc_addr *a, double deadline, int *fd) {
 }
 
 /* Dial every higher rank not dialed yet and say hello; its reply comes in
- * the loop. A rank whose host does not answer within `each` seconds is
- * dialed again on the next turn: one lost host must not hold up the
- * others (who would then wait for our replies). */
+ * the loop. A rank whose host does not answer within `each` seconds (or
+ * its silent grace) is dialed again on the next turn: one lost host must
+ * not hold up the others (who would then wait for our replies). */
 static void dial_higher(meet *M, double each) {
   unsigned char b[HELLO_BYTES];
   for (int p = M->g->rank + 1; p < M->g->size; p++) {
     int fd;
     if (M->wait[p] >= 0 || M->fds[p] >= 0 || M->dead[p])
       continue;
-    double by = dc_now() + each < M->deadline ? dc_now() + each : M->deadline;
+    double by = dc_now() + each < M->by[p] ? dc_now() + each : M->by[p];
     int r = dial_once(&M->R->world[p], by, &fd);
     if (r <= 0) {
       M->dead[p] = r == 0;
@@ -154,7 +188,7 @@ static void probe_lower(meet *M) {
  * anything else (a probe, a stranger, a late duplicate) is closed. */
 static void take(meet *M, int lfd) {
   int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  unsigned char b[HELLO_BYTES];
+  unsigned char b[HELLO_BYTES], mine[HELLO_BYTES];
   if (fd < 0)
     return;
   double by = dc_now() + 1.0 < M->deadline ? dc_now() + 1.0 : M->deadline;
@@ -166,13 +200,13 @@ static void take(meet *M, int lfd) {
     close(fd);
     return;
   }
-  hello(M, M->g->rank, p, b);
-  if (dc_sock_write_all(fd, b, HELLO_BYTES, M->deadline) != DC_OK) {
+  hello(M, M->g->rank, p, mine);
+  if (dc_sock_write_all(fd, mine, HELLO_BYTES, M->deadline) != DC_OK) {
     close(fd);
     M->dead[p] = 1;
     return;
   }
-  M->fds[p] = fd;
+  greeted(M, p, fd, b);
 }
 
 /* A higher rank's reply: greeted, or dead. */
@@ -182,18 +216,32 @@ static void replied(meet *M, int p) {
   M->wait[p] = -1;
   if (dc_sock_read_all(fd, b, HELLO_BYTES, M->deadline) == DC_OK &&
       hello_from(M, b) == p) {
-    M->fds[p] = fd;
+    greeted(M, p, fd, b);
     return;
   }
   close(fd);
   M->dead[p] = 1;
 }
 
-static int met_all(const meet *M) {
-  for (int p = 0; p < M->g->size; p++)
-    if (p != M->g->rank && M->fds[p] < 0 && !M->dead[p])
-      return 0;
-  return 1;
+/* Peers not greeted by their time (a silent one's grace) are suspects. */
+static int met_all(meet *M) {
+  int all = 1;
+  double now = dc_now();
+  for (int p = 0; p < M->g->size; p++) {
+    if (p == M->g->rank || M->fds[p] >= 0 || M->dead[p])
+      continue;
+    if (now < M->by[p]) {
+      all = 0;
+      continue;
+    }
+    dc_log(M->g, "shrink: rank %d (%s) found silent, not greeted: a suspect", p,
+           M->R->world[p].text);
+    if (M->wait[p] >= 0)
+      close(M->wait[p]);
+    M->wait[p] = -1;
+    M->dead[p] = 1;
+  }
+  return all;
 }
 
 /* One poll over the kept listeners and the dialed sockets (50 ms). */
@@ -219,6 +267,9 @@ static dc_status meet_all(meet *M) {
   struct pollfd *pf = calloc((size_t)(M->R->nkept + M->g->size), sizeof *pf);
   if (!pf)
     return DC_ERR_NOMEM;
+  for (int p = 0; p < M->g->size; p++)
+    M->by[p] = M->deadline;
+  silent_hint(M, M->silent);
   dial_higher(M, 1.0);
   double probe = 0, gap = 0.1;
   while (!met_all(M) && dc_now() < M->deadline) {
@@ -243,8 +294,9 @@ static dc_status meet_all(meet *M) {
 
 /* ---- the new group ---------------------------------------------------- */
 
-/* Its id: the old one mixed with the members (splitmix64 steps), so that a
- * rank holding another membership is refused at hello. */
+/* Its id: the old one mixed with the attempt and the members (splitmix64
+ * steps), so that a rank holding another membership, or a connection left
+ * from a failed attempt, is refused at hello. */
 static uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -252,8 +304,8 @@ static uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ (h >> 31);
 }
 
-static uint64_t new_id(uint64_t old, const int *ranks, int n) {
-  uint64_t h = mix(old, 0x5348524eull); /* "SHRN" */
+static uint64_t new_id(uint64_t old, int attempt, const int *ranks, int n) {
+  uint64_t h = mix(mix(old, 0x5348524eull), (uint64_t)attempt); /* "SHRN" */
   for (int i = 0; i < n; i++)
     h = mix(h, (uint64_t)ranks[i]);
   return h;
@@ -307,11 +359,14 @@ static dc_status listen_fresh(ring_impl *R, fresh *F, char *err,
 static dc_status read_slots(const meet *M, const dc_agree *a, int p, char *slot,
                             size_t block, char *err, size_t errlen) {
   size_t len = dc_agree_msg_bytes(a->size);
-  unsigned char *m = malloc(len);
+  size_t wire = dc_agree_wire_bytes(a->size, &M->seal);
+  unsigned char *m = malloc(wire);
   int same = dc_agree_told(a, p);
   dc_status st = m ? DC_OK : DC_ERR_NOMEM;
   while (st == DC_OK && !same) {
-    st = dc_sock_read_all(M->fds[p], m, len, M->deadline);
+    st = dc_sock_read_all(M->fds[p], m, wire, M->deadline);
+    if (st == DC_OK)
+      st = dc_agree_unseal(&M->seal, p, a->me, m, len, err, errlen);
     if (st == DC_OK)
       st = dc_agree_decision(a, p, m, len, &same, err, errlen);
   }
@@ -321,44 +376,79 @@ static dc_status read_slots(const meet *M, const dc_agree *a, int p, char *slot,
   if (st != DC_OK && !err[0])
     snprintf(err, errlen, "rank %d (%s) was lost during the shrink (%s)", p,
              M->R->world[p].text, dc_strerror(st));
-  return st == DC_OK ? DC_OK : st == DC_ERR_TIMEOUT ? st : DC_ERR_PEER_LOST;
+  return st == DC_OK || st == DC_ERR_TIMEOUT || st == DC_ERR_AUTH
+             ? st
+             : DC_ERR_PEER_LOST;
 }
 
-/* Every member's fresh addresses, over the agreement's sockets. */
+/* Every member's fresh addresses, over the agreement's sockets. Each
+ * live member's block is read even after one failed, so that the streams
+ * stay in step for the confirming agreement that follows. */
 static dc_status swap_slots(const meet *M, const dc_agree *a, fresh *F,
                             char *err, size_t errlen) {
   size_t block = (size_t)M->R->naddrs * RING_ADDR_SLOT;
   char *own = F->texts + (size_t)F->me * block;
-  for (int l = 0; l < M->R->naddrs; l++)
+  dc_status first = DC_OK;
+  for (int l = 0; l < M->R->naddrs && F->mine[l].text[0]; l++)
     snprintf(own + (size_t)l * RING_ADDR_SLOT, RING_ADDR_SLOT, "%s",
              F->mine[l].text);
   for (int i = 0; i < F->n; i++)
-    if (i != F->me && dc_sock_write_all(M->fds[F->ranks[i]], own, block,
-                                        M->deadline) != DC_OK) {
+    if (i != F->me &&
+        dc_sock_write_all(M->fds[F->ranks[i]], own, block, M->deadline) !=
+            DC_OK &&
+        first == DC_OK) {
       snprintf(err, errlen, "rank %d (%s) was lost during the shrink",
                F->ranks[i], M->R->world[F->ranks[i]].text);
-      return DC_ERR_PEER_LOST;
+      first = DC_ERR_PEER_LOST;
     }
   for (int i = 0; i < F->n; i++) {
+    char why[256] = "";
     if (i == F->me)
       continue;
     dc_status st = read_slots(M, a, F->ranks[i], F->texts + (size_t)i * block,
-                              block, err, errlen);
-    if (st != DC_OK)
-      return st;
+                              block, why, sizeof why);
+    if (st != DC_OK && first == DC_OK) {
+      snprintf(err, errlen, "%s", why);
+      first = st;
+    }
   }
   char why[160];
-  if (ring_parse_slots(F->texts, F->n * M->R->naddrs, F->addrs, why,
-                       sizeof why) != DC_OK) {
+  if (first == DC_OK && ring_parse_slots(F->texts, F->n * M->R->naddrs,
+                                         F->addrs, why, sizeof why) != DC_OK) {
     snprintf(err, errlen, "a survivor sent a bad address: %s", why);
     return DC_ERR_MISMATCH;
   }
-  return DC_OK;
+  return first;
 }
 
-static dc_status build_new(const meet *M, fresh *F, dc_group **out, char *err,
-                           size_t errlen) {
+/* The set-up's abandon hook (dc_engine_plan): a member whose agreement
+ * socket closed is dead, so waiting for it to connect is vain. */
+typedef struct watch {
+  const meet *M;
+  const fresh *F;
+} watch;
+
+static int member_lost(void *arg, char *why, size_t whylen) {
+  const watch *W = arg;
+  for (int i = 0; i < W->F->n; i++) {
+    int p = W->F->ranks[i];
+    struct pollfd pf = {.fd = W->M->fds[p], .events = POLLRDHUP};
+    if (i == W->F->me || pf.fd < 0 || poll(&pf, 1, 0) <= 0 ||
+        !(pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+      continue;
+    snprintf(why, whylen,
+             "rank %d (%s) was lost as the survivors' group "
+             "connected",
+             p, W->M->R->world[p].text);
+    return 1;
+  }
+  return 0;
+}
+
+static dc_status build_new(const meet *M, fresh *F, int attempt, dc_group **out,
+                           char *err, size_t errlen) {
   ring_impl *R = M->R;
+  watch W = {M, F};
   dc_engine_plan p = {.rank = F->me,
                       .size = F->n,
                       .naddrs = R->naddrs,
@@ -366,7 +456,9 @@ static dc_status build_new(const meet *M, fresh *F, dc_group **out, char *err,
                       .addrs = F->addrs,
                       .listen_fds = F->lfds,
                       .job = R->job,
-                      .group = new_id(M->g->id, F->ranks, F->n)};
+                      .group = new_id(M->g->id, attempt, F->ranks, F->n),
+                      .abandon = member_lost,
+                      .abandon_arg = &W};
   dc_status st = ring_build(&p, F->mine, M->g->timeout_s, out, err, errlen);
   if (st != DC_OK)
     return st;
@@ -377,8 +469,17 @@ static dc_status build_new(const meet *M, fresh *F, dc_group **out, char *err,
   return DC_OK;
 }
 
-static dc_status regroup(const meet *M, const dc_agree *a, dc_group **out,
-                         char *err, size_t errlen) {
+void (*dc_shrink_test_hook)(const char *point);
+
+static void test_point(const char *point) {
+  if (dc_shrink_test_hook)
+    dc_shrink_test_hook(point);
+}
+
+/* The new group on a's decision. A listener that fails still swaps (empty
+ * addresses: every member then fails alike), so the streams stay in step. */
+static dc_status regroup(const meet *M, const dc_agree *a, int attempt,
+                         dc_group **out, char *err, size_t errlen) {
   int na = M->R->naddrs;
   fresh F = {0};
   F.ranks = calloc((size_t)a->size, sizeof *F.ranks);
@@ -386,19 +487,53 @@ static dc_status regroup(const meet *M, const dc_agree *a, dc_group **out,
   F.lfds = calloc((size_t)na, sizeof *F.lfds);
   F.texts = calloc((size_t)a->size, (size_t)na * RING_ADDR_SLOT);
   F.addrs = calloc((size_t)a->size * (size_t)na, sizeof *F.addrs);
-  dc_status st = DC_ERR_NOMEM;
+  dc_status st = DC_ERR_NOMEM, sw;
   if (F.ranks && F.mine && F.lfds && F.texts && F.addrs) {
     F.n = dc_agree_members(a, F.ranks, &F.me);
     st = listen_fresh(M->R, &F, err, errlen);
+    if (st != DC_OK)
+      memset(F.mine, 0, sizeof *F.mine * (size_t)na);
+    char why[512] = "";
+    sw = swap_slots(M, a, &F, why, sizeof why);
+    if (st == DC_OK && sw != DC_OK) {
+      snprintf(err, errlen, "%s", why);
+      st = sw;
+    }
   }
+  test_point("connect");
   if (st == DC_OK)
-    st = swap_slots(M, a, &F, err, errlen);
-  if (st == DC_OK)
-    st = build_new(M, &F, out, err, errlen);
+    st = build_new(M, &F, attempt, out, err, errlen);
   if (st == DC_ERR_NOMEM && !err[0])
     snprintf(err, errlen, "out of memory");
   fresh_free(&F, 1, na);
   return st;
+}
+
+/* The second agreement, on "every member set up the new group": a member
+ * whose set-up failed vetoes, a member lost meanwhile is suspected. *ok:
+ * the same members and no veto, on every rank that decides; else every
+ * one retries with b's members. */
+static dc_status confirm(meet *M, const dc_agree *a, int built, dc_agree *b,
+                         int *ok, char *err, size_t errlen) {
+  *ok = 0;
+  dc_status st = dc_agree_init(b, a->size, a->me);
+  for (int p = 0; st == DC_OK && p < a->size; p++)
+    if (dc_agree_suspects(a, p))
+      dc_agree_suspect(b, p);
+  if (!built)
+    dc_agree_veto(b);
+  int rounds = 0;
+  M->seal.phase++; /* a vote of the last agreement is refused here */
+  if (st == DC_OK)
+    st = dc_agree_run(b, M->fds, &M->seal, M->g->timeout_s, &rounds, err,
+                      errlen);
+  if (st != DC_OK)
+    return st;
+  *ok = !b->veto &&
+        memcmp(a->sus, b->sus, (size_t)a->words * sizeof *a->sus) == 0;
+  dc_log(M->g, "shrink: confirmed after %d round(s): %s", rounds,
+         *ok ? "every member set up" : "set-up failed, retrying");
+  return DC_OK;
 }
 
 /* ---- the call --------------------------------------------------------- */
@@ -415,8 +550,8 @@ static dc_status refuse(dc_group *g, char *err, size_t errlen) {
              "per pair) yet: use the ring");
   else
     snprintf(err, errlen,
-             "not supported on a split group yet: only the world group and "
-             "groups from dc_group_shrink keep the listeners it needs");
+             "this group kept no listeners to meet on (no memory when it "
+             "was made)");
   return DC_ERR_NOT_SUPPORTED;
 }
 
@@ -425,10 +560,51 @@ static dc_status agree(meet *M, dc_agree *a, char *err, size_t errlen) {
     if (M->dead[p])
       dc_agree_suspect(a, p);
   int rounds = 0;
-  dc_status st = dc_agree_run(a, M->fds, M->g->timeout_s, &rounds, err, errlen);
+  dc_status st =
+      dc_agree_run(a, M->fds, &M->seal, M->g->timeout_s, &rounds, err, errlen);
   dc_log(M->g, "shrink: agreement after %d round(s): %s", rounds,
          st == DC_OK ? "decided" : err);
   return st;
+}
+
+/* At most this many set-ups of the new group: each failed one that is
+ * not a veto alone leaves a lost rank out. */
+#define SHRINK_ATTEMPTS 4
+
+/* Regroup on a's decision, then confirm; on a failed set-up every rank
+ * retries with the confirmed members, so all end in one group or with the
+ * same error. */
+static dc_status settle(meet *M, dc_agree *a, dc_group **out, char *err,
+                        size_t errlen) {
+  for (int attempt = 0;; attempt++) {
+    dc_group *built = NULL;
+    char why[512] = "";
+    M->deadline = dc_now() + M->g->timeout_s; /* the last step used it */
+    dc_status bst = regroup(M, a, attempt, &built, why, sizeof why);
+    if (bst == DC_OK)
+      test_point("confirm");
+    dc_agree b = {0};
+    int ok = 0;
+    dc_status st = confirm(M, a, bst == DC_OK, &b, &ok, err, errlen);
+    dc_agree_free(a);
+    *a = b;
+    if (st == DC_OK && ok) {
+      *out = built;
+      return DC_OK;
+    }
+    dc_group_free(built);
+    if (st != DC_OK)
+      return st;
+    if (attempt + 1 == SHRINK_ATTEMPTS) {
+      snprintf(err, errlen,
+               "the survivors' group could not be set up in %d attempts "
+               "(ranks lost while it connected)%s%s",
+               SHRINK_ATTEMPTS, why[0] ? ": " : "", why);
+      return DC_ERR_PEER_LOST;
+    }
+    dc_log(M->g, "shrink: the new group's set-up failed (%s): again",
+           why[0] ? why : "another member's");
+  }
 }
 
 dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
@@ -436,25 +612,33 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   if (!R->world || R->neighbours || R->per_peer)
     return refuse(g, err, errlen);
   dc_shrink_poison(g);
-  meet M = {.g = g, .R = R, .deadline = dc_now() + g->timeout_s};
+  meet M = {.g = g,
+            .R = R,
+            .silent = R->tcp ? R->tcp->silent : -1,
+            .deadline = dc_now() + g->timeout_s};
   dc_status st = dc_auth_from_env(&M.auth, err, errlen);
   if (st != DC_OK)
     return st;
   M.fds = malloc(sizeof *M.fds * (size_t)g->size);
   M.wait = malloc(sizeof *M.wait * (size_t)g->size);
   M.dead = calloc((size_t)g->size, 1);
+  M.by = calloc((size_t)g->size, sizeof *M.by);
+  M.nonces = calloc((size_t)g->size, DC_AUTH_NONCE_BYTES);
+  M.seal = (dc_agree_seal){.auth = &M.auth, .group = g->id, .nonces = M.nonces};
   dc_agree a = {0};
-  st = M.fds && M.wait && M.dead ? dc_agree_init(&a, g->size, g->rank)
-                                 : DC_ERR_NOMEM;
+  st = M.fds && M.wait && M.dead && M.by && M.nonces
+           ? dc_agree_init(&a, g->size, g->rank)
+           : DC_ERR_NOMEM;
+  if (M.nonces)
+    dc_auth_nonce(&M.auth, M.nonces + (size_t)g->rank * DC_AUTH_NONCE_BYTES);
   for (int p = 0; M.fds && M.wait && p < g->size; p++)
     M.fds[p] = M.wait[p] = -1;
   if (st == DC_OK)
     st = meet_all(&M);
   if (st == DC_OK)
     st = agree(&M, &a, err, errlen);
-  M.deadline = dc_now() + g->timeout_s; /* the meeting may have used it up */
   if (st == DC_OK)
-    st = regroup(&M, &a, out, err, errlen);
+    st = settle(&M, &a, out, err, errlen);
   if (st == DC_ERR_NOMEM && !err[0])
     snprintf(err, errlen, "out of memory");
   for (int p = 0; M.fds && p < g->size; p++)
@@ -465,5 +649,7 @@ dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   free(M.fds);
   free(M.wait);
   free(M.dead);
+  free(M.by);
+  free(M.nonces);
   return st;
 }
