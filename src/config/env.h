@@ -105,7 +105,13 @@
   X(PMI_SIZE, "PMI_SIZE", NUMBER, "-1", 0, 1073741823,                         \
     "world size a PMI launcher announces (-1: unknown)")                       \
   X(PMIX_RANK, "PMIX_RANK", TEXT, "unset", 0, 0,                               \
-    "set by a PMIx launcher: the MPI backend applies")                         \
+    "set by a PMIx server (mpirun, prterun, srun --mpi=pmix): with "           \
+    "PMIX_NAMESPACE, the PMIx bootstrap applies")                              \
+  X(PMIX_NAMESPACE, "PMIX_NAMESPACE", TEXT, "unset", 0, 0,                     \
+    "set by a PMIx server: the job's name; with PMIX_RANK, \"any\" starts "    \
+    "through PMIx on distcomm's transport")                                    \
+  X(PMIX_LIBNAME, "DISTCOMM_PMIX_LIBNAME", TEXT, "libpmix.so.2", 0, 0,         \
+    "the PMIx library to load (the PMIx bootstrap)")                           \
   X(SLURM_PROCID, "SLURM_PROCID", TEXT, "unset", 0, 0,                         \
     "set by srun (with SLURM_NTASKS): the rank with a coordinator, else the "  \
     "MPI backend applies")                                                     \

@@ -24,7 +24,9 @@ static const backend_entry backends[] = {
     {"jaccl-ring", dc_mesh_ring_init, 1},
     {"ring", dc_ring_init, 0},       /* MLX_RANK + MLX_HOSTFILE */
     {"ring", dc_ring_coord_init, 0}, /* a coordinator + rank + size */
-    {"mpi", dc_mpi_init, 0},         /* started by mpirun / mpiexec / srun */
+    {"ring", dc_ring_pmix_init, 0},  /* a PMIx server: mpirun, srun */
+    {"pmix", dc_ring_pmix_init, 1},  /* the same, by name */
+    {"mpi", dc_mpi_init, 0},         /* started by mpiexec (PMI) */
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
@@ -33,12 +35,14 @@ static dc_status singleton(dc_group **out) {
   return *out ? DC_OK : dc_init_fail(DC_ERR_NOMEM, "init: out of memory");
 }
 
-/* Started by an MPI launcher (mpirun, hydra, a PMIx server): Slurm's
- * variables alone never pick MPI under "any" (plain srun has no PMI, and
- * Open MPI would abort). */
+/* Started by an MPI launcher without PMIx (MPICH's hydra): under a PMIx
+ * server "any" is distcomm's own transport, and MPI is taken by name only
+ * (DISTCOMM_BACKEND=mpi). Slurm's variables alone never pick MPI (plain
+ * srun has no PMI, and Open MPI would abort). */
 static int mpi_launched(void) {
-  static const dc_env_id ids[] = {DC_ENV_OMPI_RANK, DC_ENV_PMI_RANK,
-                                  DC_ENV_PMIX_RANK};
+  static const dc_env_id ids[] = {DC_ENV_OMPI_RANK, DC_ENV_PMI_RANK};
+  if (dc_pmix_server())
+    return 0;
   for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
     const char *s = dc_env_str(ids[i]);
     if (s && *s)
@@ -74,7 +78,8 @@ static const char *wanted_world(const char **name, const char **value) {
       {DC_ENV_WORLD_SIZE_MLX, "set DISTCOMM_COORDINATOR (or MLX_HOSTFILE)"},
       {DC_ENV_TORCH_WORLD_SIZE, "set MASTER_ADDR and MASTER_PORT"},
       {DC_ENV_PET_NNODES, "set PET_MASTER_ADDR and PET_MASTER_PORT"},
-      {DC_ENV_OMPI_SIZE, "the MPI backend could not start"},
+      {DC_ENV_OMPI_SIZE, "the PMIx start failed (DISTCOMM_BACKEND=mpi "
+                         "takes the MPI library instead)"},
       {DC_ENV_PMI_SIZE, "the MPI backend could not start"},
       {DC_ENV_SLURM_NTASKS, "SLURM_STEP_NODELIST is unset: start the ranks "
                             "with srun, or set DISTCOMM_COORDINATOR"},
@@ -111,7 +116,7 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
   if (!tried)
     return dc_init_fail(DC_ERR_UNAVAILABLE,
                         "init: backend \"%s\" is not available (this build "
-                        "has: any, mesh, jaccl, jaccl-ring, ring, mpi)",
+                        "has: any, mesh, jaccl, jaccl-ring, ring, pmix, mpi)",
                         name);
   const char *var, *value, *hint = any ? wanted_world(&var, &value) : NULL;
   if (hint) /* asked for several ranks: a group of one would be wrong */
