@@ -78,8 +78,7 @@ static const char *wanted_world(const char **name, const char **value) {
       {DC_ENV_WORLD_SIZE_MLX, "set DISTCOMM_COORDINATOR (or MLX_HOSTFILE)"},
       {DC_ENV_TORCH_WORLD_SIZE, "set MASTER_ADDR and MASTER_PORT"},
       {DC_ENV_PET_NNODES, "set PET_MASTER_ADDR and PET_MASTER_PORT"},
-      {DC_ENV_OMPI_SIZE, "the PMIx start failed (DISTCOMM_BACKEND=mpi "
-                         "takes the MPI library instead)"},
+      {DC_ENV_OMPI_SIZE, "the MPI backend could not start"},
       {DC_ENV_PMI_SIZE, "the MPI backend could not start"},
       {DC_ENV_SLURM_NTASKS, "SLURM_STEP_NODELIST is unset: start the ranks "
                             "with srun, or set DISTCOMM_COORDINATOR"},
@@ -100,7 +99,7 @@ static const char *wanted_world(const char **name, const char **value) {
  * strict failure says what each backend was missing. */
 static dc_status make_world(const char *name, int strict, dc_group **out) {
   int any = strcmp(name, "any") == 0, tried = 0;
-  char why[1024] = "";
+  char why[1024] = "", pmix_why[600] = "";
   for (size_t i = 0; i < NBACKENDS; i++) {
     if (any ? backends[i].alias : strcmp(name, backends[i].name) != 0)
       continue;
@@ -112,6 +111,10 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
       return st;
     size_t n = strlen(why);
     snprintf(why + n, sizeof why - n, "%s%s", n ? "; " : "", dc_last_error());
+    const char *e = dc_last_error();
+    if (backends[i].init == dc_ring_pmix_init && dc_pmix_server())
+      snprintf(pmix_why, sizeof pmix_why, "%s",
+               e + (strncmp(e, "init: ", 6) == 0 ? 6 : 0));
   }
   if (!tried)
     return dc_init_fail(DC_ERR_UNAVAILABLE,
@@ -119,6 +122,11 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
                         "has: any, mesh, jaccl, jaccl-ring, ring, pmix, mpi)",
                         name);
   const char *var, *value, *hint = any ? wanted_world(&var, &value) : NULL;
+  if (hint && pmix_why[0]) /* the one reason that matters under PMIx */
+    return dc_init_fail(DC_ERR_CONFIG,
+                        "init: %s=%s asks for more than one process, but "
+                        "the PMIx start failed: %s",
+                        var, value, pmix_why);
   if (hint) /* asked for several ranks: a group of one would be wrong */
     return dc_init_fail(DC_ERR_CONFIG,
                         "init: %s=%s asks for more than one process, but "
