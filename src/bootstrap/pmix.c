@@ -226,35 +226,43 @@ static void set_addr(dc_addr *a, const void *sa, socklen_t len) {
   dc_sock_name(&a->sa, a->text, sizeof a->text); /* port 0: the kernel's */
 }
 
-/* This host's name's IPv4 address when it is not loopback, else the first
- * up, non-loopback interface's IPv4 address. */
+/* Whether sa (IPv4) is the address of an up interface of this host (the
+ * name may resolve to another namespace's address). */
+static int is_local(const struct ifaddrs *all, const struct sockaddr_in *sa) {
+  for (const struct ifaddrs *i = all; i; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+        (i->ifa_flags & IFF_UP) &&
+        ((const struct sockaddr_in *)(const void *)i->ifa_addr)
+                ->sin_addr.s_addr == sa->sin_addr.s_addr)
+      return 1;
+  return 0;
+}
+
+/* The first non-loopback IPv4 address of this host's name that is one of
+ * its interfaces'; else the first up, non-loopback interface's. */
 static int host_addr(dc_addr *a) {
+  struct ifaddrs *all = NULL;
+  if (getifaddrs(&all) != 0)
+    return 0;
   char name[256];
   struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM},
                   *res = NULL;
+  int found = 0;
   if (gethostname(name, sizeof name) == 0 &&
       getaddrinfo(name, NULL, &hints, &res) == 0) {
-    for (struct addrinfo *r = res; r; r = r->ai_next) {
+    for (struct addrinfo *r = res; r && !found; r = r->ai_next) {
       const struct sockaddr_in *s = (const void *)r->ai_addr;
-      if ((ntohl(s->sin_addr.s_addr) >> 24) != 127) {
-        set_addr(a, r->ai_addr, sizeof *s);
-        freeaddrinfo(res);
-        return 1;
-      }
+      if ((ntohl(s->sin_addr.s_addr) >> 24) != 127 && is_local(all, s))
+        set_addr(a, r->ai_addr, sizeof *s), found = 1;
     }
     freeaddrinfo(res);
   }
-  struct ifaddrs *all = NULL, *i;
-  if (getifaddrs(&all) != 0)
-    return 0;
-  for (i = all; i; i = i->ifa_next)
+  for (struct ifaddrs *i = all; i && !found; i = i->ifa_next)
     if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
         (i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK))
-      break;
-  if (i)
-    set_addr(a, i->ifa_addr, sizeof(struct sockaddr_in));
+      set_addr(a, i->ifa_addr, sizeof(struct sockaddr_in)), found = 1;
   freeifaddrs(all);
-  return i != NULL;
+  return found;
 }
 
 /* DISTCOMM_IFNAME's interfaces; else loopback when every rank is on this
