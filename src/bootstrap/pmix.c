@@ -142,18 +142,21 @@ static dc_pmix_status run_bounded(dc_pmix_status (*fn)(void *), void *arg,
   return st;
 }
 
-/* "PMIx_Fence: PMIX_ERR_TIMEOUT" (or "did not return within 300 s"). */
+/* "PMIx_Fence failed: TIMEOUT ..." (or "did not return within 300 s"): st
+ * 1 is our own bound passing (run_bounded). */
 static dc_status pmix_fail(const char *call, dc_pmix_status st, double secs,
                            char *err, size_t errlen) {
+  int late = st == 1 || st == DC_PMIX_ERR_TIMEOUT;
+  char what[120];
   if (st == 1)
-    snprintf(err, errlen,
-             "%s did not return within %.0f s (DISTCOMM_TIMEOUT): is every "
-             "rank of the job running?",
-             call, secs);
+    snprintf(what, sizeof what, "did not return within %.0f s", secs);
   else
-    snprintf(err, errlen, "%s failed: %s", call,
+    snprintf(what, sizeof what, "failed: %s",
              px.error_string ? px.error_string(st) : "unknown status");
-  return st == 1 ? DC_ERR_TIMEOUT : DC_ERR_SYSTEM;
+  snprintf(err, errlen, "%s %s%s", call, what,
+           late ? " (DISTCOMM_TIMEOUT): is every rank of the job running?"
+                : "");
+  return late ? DC_ERR_TIMEOUT : DC_ERR_SYSTEM;
 }
 
 /* ---- who we are ---------------------------------------------------------- */
@@ -162,6 +165,7 @@ typedef struct job {
   uint32_t size, local_size;
   uint16_t local_rank;
   double timeout;
+  int abandoned; /* a PMIx call past its bound still holds this */
 } job;
 
 static void set_info(dc_pmix_info *i, const char *key, uint16_t type) {
@@ -439,7 +443,7 @@ static dc_status exchange_all(job *j, const dc_addr *mine, int n,
   if (ps != DC_PMIX_SUCCESS) {
     st = pmix_fail(ps == 1 ? "PMIx_Fence" : x->failed, ps, j->timeout, err,
                    errlen);
-    if (ps == 1) /* the call still runs: it keeps x */
+    if ((j->abandoned = ps == 1)) /* the call still runs: it keeps x, j */
       return st;
   }
   memset(x->jobtext, 0, sizeof x->jobtext);
@@ -462,7 +466,7 @@ static dc_status build(job *j, dc_group **out, char *err, size_t errlen) {
   dc_hostfile all = {0};
   uint64_t id = 0;
   st = exchange_all(j, mine, n, &all, &id, err, errlen);
-  if (st != DC_ERR_TIMEOUT && /* not beside a fence left running */
+  if (!j->abandoned && /* not beside a fence left running */
       px.finalize(NULL, 0) != DC_PMIX_SUCCESS && dc_env_verbose())
     fprintf(stderr, "[distcomm rank %u] PMIx_Finalize failed\n", j->me.rank);
   if (st == DC_OK) {
@@ -488,7 +492,8 @@ static dc_status build(job *j, dc_group **out, char *err, size_t errlen) {
 
 static dc_status start(job *j, char *err, size_t errlen) {
   dc_pmix_status ps = run_bounded(start_call, j, j->timeout);
-  if (ps != DC_PMIX_SUCCESS) /* the call left behind keeps j: leak it */
+  j->abandoned = ps == 1; /* the call left behind keeps j */
+  if (ps != DC_PMIX_SUCCESS)
     return pmix_fail("PMIx_Init", ps, j->timeout, err, errlen);
   if (j->size < 1 || j->me.rank >= j->size) {
     snprintf(err, errlen, "PMIx gave rank %u of a job of %u", j->me.rank,
@@ -515,12 +520,12 @@ dc_status dc_ring_pmix_init(dc_group **out) {
     return dc_init_fail(DC_ERR_NOMEM, "init: out of memory");
   j->timeout = dc_default_timeout();
   dc_status st = start(j, err, sizeof err);
-  if (st == DC_ERR_TIMEOUT)
-    return dc_init_fail(st, "init: %s", err); /* j stays with the call */
+  if (j->abandoned) /* PMIx_Init still runs: j is its */
+    return dc_init_fail(st, "init: %s", err);
   if (st == DC_OK)
     st = build(j, out, err, sizeof err);
   job mine = *j;
-  if (st != DC_ERR_TIMEOUT)
+  if (!j->abandoned)
     free(j);
   if (st != DC_OK)
     return dc_init_fail(st, "init: PMIx (namespace %s, rank %u): %s",

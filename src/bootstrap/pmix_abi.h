@@ -15,6 +15,7 @@
 
 typedef int dc_pmix_status;
 #define DC_PMIX_SUCCESS 0
+#define DC_PMIX_ERR_TIMEOUT (-24)
 
 typedef uint32_t dc_pmix_rank;
 #define DC_PMIX_RANK_WILDCARD (UINT32_MAX - 1)

@@ -80,6 +80,15 @@ errors() {
   run 60 2 "$probe" init
   expect "\"any\" under mpirun is the ring" '^OK rank 1 size 2 backend ring'
 
+  # A rank that never reaches the exchange: the fence ends by DISTCOMM_TIMEOUT
+  # (3 s here) with a line naming it, not after mpirun's own patience.
+  t0=$(now_ms)
+  DISTCOMM_TIMEOUT=3 run 60 1 "$probe" init : -np 1 sleep 15
+  dt=$(($(now_ms) - t0))
+  expect "a rank that never comes: the fence's timeout ($dt ms)" \
+    '^ERR ERR_TIMEOUT: init: PMIx \(namespace [^,]*, rank 0\): PMIx_Fence (failed: TIMEOUT|did not return within 3 s) \(DISTCOMM_TIMEOUT\): is every rank of the job running\?'
+  [ "$dt" -lt 12000 ] || fail "the fence's timeout took $dt ms (DISTCOMM_TIMEOUT=3)"
+
   # PMIx variables left over, no server behind them: PMIx_Init fails at once.
   t0=$(now_ms)
   PMIX_NAMESPACE=gone PMIX_RANK=0 OMPI_COMM_WORLD_SIZE=2 timeout -k 5 60 "$probe" init >"$mp_tmp/out" 2>&1

@@ -40,6 +40,7 @@ static void test_types(void **state) {
 static void test_values(void **state) {
   (void)state;
   assert_int_equal(DC_PMIX_SUCCESS, PMIX_SUCCESS);
+  assert_int_equal(DC_PMIX_ERR_TIMEOUT, PMIX_ERR_TIMEOUT);
   assert_int_equal(DC_PMIX_RANK_WILDCARD, PMIX_RANK_WILDCARD);
   assert_int_equal(DC_PMIX_BOOL, PMIX_BOOL);
   assert_int_equal(DC_PMIX_STRING, PMIX_STRING);
