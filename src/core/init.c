@@ -105,6 +105,8 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
       continue;
     if (any && backends[i].init == dc_mpi_init && !mpi_launched())
       continue;
+    if (any && backends[i].init == dc_ring_pmix_init && !dc_pmix_server())
+      continue; /* nothing to say: keeps the reasons that matter short */
     tried = 1;
     dc_status st = backends[i].init(out);
     if (st != DC_ERR_UNAVAILABLE)
