@@ -1,5 +1,5 @@
 #!/bin/bash
-# pmix.sh conformance NP CONFORMANCE | pmix.sh errors PROBE
+# pmix.sh conformance NP CONFORMANCE [ARG...] | pmix.sh errors PROBE
 # The PMIx bootstrap (src/bootstrap/pmix.c) under Open MPI's mpirun, a PMIx
 # server (Debian's openmpi-bin through libpmix2), with nothing set by the user:
 #   conformance  NP ranks of the conformance suite with "any": all pass, and
@@ -28,7 +28,8 @@ out() { cat "$mp_tmp/out"; }
 
 conformance() {
   local np=$1 conf=$2 rc passed ready proven
-  DISTCOMM_VERBOSE=1 run 300 "$np" "$conf" --size "$np" --quick
+  shift 2
+  DISTCOMM_VERBOSE=1 run 300 "$np" "$conf" --size "$np" "$@"
   rc=$?
   passed=$(grep -c "checks passed, 0 failed" "$mp_tmp/out")
   ready=$(grep -c "ring ready by PMIx (namespace [^)]*): rank [0-9]* of $np," "$mp_tmp/out")
@@ -104,7 +105,7 @@ errors() {
 }
 
 case $mode in
-  conformance) conformance "$2" "$3" ;;
+  conformance) shift; conformance "$@" ;;
   errors) errors "$2" ;;
   *) echo "pmix.sh: unknown mode '$mode'" >&2; exit 2 ;;
 esac
