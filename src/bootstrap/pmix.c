@@ -58,15 +58,14 @@ static int load(char *err, size_t errlen) {
                                   "PMIx_Put",          "PMIx_Commit",
                                   "PMIx_Fence",        "PMIx_Get",
                                   "PMIx_Error_string", "PMIx_Value_destruct"};
-    void **slots[] = {(void **)&px.init,         (void **)&px.finalize,
-                      (void **)&px.put,          (void **)&px.commit,
-                      (void **)&px.fence,        (void **)&px.get,
-                      (void **)&px.error_string, (void **)&px.value_destruct};
+    void *slots[] = {&px.init,         &px.finalize,      &px.put,
+                     &px.commit,       &px.fence,         &px.get,
+                     &px.error_string, &px.value_destruct};
     int i = 0;
-    while (i < 8 && (*slots[i] = dlsym(lib, names[i])) != NULL)
-      i++;
+    for (void *f; i < 8 && (f = dlsym(lib, names[i])) != NULL; i++)
+      memcpy(slots[i], &f, sizeof f); /* object to function pointer */
     if (i < 8) {
-      snprintf(err, errlen, "%s has no %s", libname(), names[i]);
+      snprintf(err, errlen, "%s has no %s (not libpmix?)", libname(), names[i]);
       memset(&px, 0, sizeof px);
     }
   } else if (!px.init) {

@@ -73,6 +73,10 @@ errors() {
   DISTCOMM_PMIX_LIBNAME=libdoesnotexist.so run 60 1 "$probe" init --strict --backend pmix
   expect "libpmix missing, strict pmix" '^ERR ERR_UNAVAILABLE: init: a PMIx server started this process, but libdoesnotexist\.so'
 
+  # A library that is not libpmix.
+  DISTCOMM_PMIX_LIBNAME=libm.so.6 run 60 1 "$probe" init --strict --backend pmix
+  expect "DISTCOMM_PMIX_LIBNAME=libm.so.6" '^ERR ERR_UNAVAILABLE: init: a PMIx server started this process, but libm\.so\.6 has no PMIx_Init \(not libpmix\?\)'
+
   # MPI by name under the same mpirun: the MPI backend, as before.
   DISTCOMM_BACKEND=mpi run 60 2 "$probe" init
   expect "DISTCOMM_BACKEND=mpi takes MPI under mpirun" '^OK rank 1 size 2 backend mpi'
