@@ -3,9 +3,8 @@
  * addresses and rank 0's job token exchanged with put, commit and a
  * collecting fence, then set-up as from a hostfile (shared memory inside a
  * host, TCP across). libpmix is loaded at run time (dlopen
- * "libpmix.so.2", or DISTCOMM_PMIX_LIBNAME), so nothing links it. PMIx is
- * finalized as soon as the addresses are known: the job never needs it
- * again, and no PMIx thread runs beside the transport. */
+ * "libpmix.so.2", or DISTCOMM_PMIX_LIBNAME), so nothing links it; it is
+ * finalized at exit. */
 #include <dlfcn.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -455,7 +454,28 @@ static dc_status exchange_all(job *j, const dc_addr *mine, int n,
 }
 
 /* ---- the group -------------------------------------------------------------
- */
+ * PMIx stays initialized until exit once it was: libpmix cannot start again
+ * after its last PMIx_Finalize, and a process may make its world twice.
+ * Each later init is released at once (PMIx counts them). */
+static int held, stuck; /* under dc_init's lock */
+
+static void finalize_at_exit(void) {
+  if (!stuck) /* never beside a call left running */
+    px.finalize(NULL, 0);
+}
+
+static void release_pmix(const job *j) {
+  stuck |= j->abandoned;
+  if (j->abandoned)
+    return;
+  if (!held) {
+    held = 1;
+    atexit(finalize_at_exit);
+  } else {
+    px.finalize(NULL, 0);
+  }
+}
+
 static dc_status build(job *j, dc_group **out, char *err, size_t errlen) {
   dc_addr mine[DC_HOSTFILE_MAX_ADDRS];
   int fds[DC_HOSTFILE_MAX_ADDRS], twins[DC_HOSTFILE_MAX_ADDRS], n = 0;
@@ -465,9 +485,6 @@ static dc_status build(job *j, dc_group **out, char *err, size_t errlen) {
   dc_hostfile all = {0};
   uint64_t id = 0;
   st = exchange_all(j, mine, n, &all, &id, err, errlen);
-  if (!j->abandoned && /* not beside a fence left running */
-      px.finalize(NULL, 0) != DC_PMIX_SUCCESS && dc_env_verbose())
-    fprintf(stderr, "[distcomm rank %u] PMIx_Finalize failed\n", j->me.rank);
   if (st == DC_OK) {
     dc_engine_plan p = {.rank = (int)j->me.rank,
                         .size = (int)j->size,
@@ -521,8 +538,10 @@ dc_status dc_ring_pmix_init(dc_group **out) {
   dc_status st = start(j, err, sizeof err);
   if (j->abandoned) /* PMIx_Init still runs: j is its */
     return dc_init_fail(st, "init: %s", err);
-  if (st == DC_OK)
+  if (st == DC_OK) {
     st = build(j, out, err, sizeof err);
+    release_pmix(j);
+  }
   job mine = *j;
   if (!j->abandoned)
     free(j);

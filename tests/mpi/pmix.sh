@@ -1,5 +1,5 @@
 #!/bin/bash
-# pmix.sh conformance NP CONFORMANCE [ARG...] | pmix.sh errors PROBE
+# pmix.sh conformance NP CONFORMANCE [ARG...] | errors PROBE | twice NP PROG
 # The PMIx bootstrap (src/bootstrap/pmix.c) under Open MPI's mpirun, a PMIx
 # server (Debian's openmpi-bin through libpmix2), with nothing set by the user:
 #   conformance  NP ranks of the conformance suite with "any": all pass, and
@@ -112,9 +112,23 @@ errors() {
   expect "no PMIx server, any: a group of one" '^OK rank 0 size 1 backend singleton'
 }
 
+# NP ranks each make, use and free the world twice (tests/mpi/pmix_twice.c).
+twice() {
+  local np=$1 prog=$2 rc rounds
+  run 90 "$np" "$prog"
+  rc=$?
+  rounds=$(grep -c "^rank [0-9]*/$np: round [01] sum $np backend ring$" "$mp_tmp/out")
+  if [ $rc -eq 0 ] && [ "$rounds" -eq $((2 * np)) ]; then
+    ok "$np ranks made the world twice through PMIx"
+  else
+    fail "mpirun exit $rc, $rounds of $((2 * np)) rounds right: $(out)"
+  fi
+}
+
 case $mode in
   conformance) shift; conformance "$@" ;;
   errors) errors "$2" ;;
+  twice) twice "$2" "$3" ;;
   *) echo "pmix.sh: unknown mode '$mode'" >&2; exit 2 ;;
 esac
 mp_finish
