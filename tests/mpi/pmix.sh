@@ -105,6 +105,12 @@ errors() {
   expect "stale PMIx variables: PMIx_Init's error ($dt ms)" \
     '^ERR ERR_SYSTEM: init: PMIx \(namespace gone, rank 0\): PMIx_Init failed: '
   [ "$dt" -lt 20000 ] || fail "stale PMIx variables took $dt ms"
+  # srun --mpi=pmix sets Slurm's variables too: PMIx comes before the
+  # coordinator on the step's first host (which would wait for rank 1).
+  PMIX_NAMESPACE=gone PMIX_RANK=0 SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_STEP_NODELIST=localhost \
+    SLURM_JOB_ID=5 DISTCOMM_TIMEOUT=5 DISTCOMM_INSECURE=1 timeout -k 5 60 "$probe" init >"$mp_tmp/out" 2>&1
+  expect "srun --mpi=pmix: PMIx before Slurm's first host" '^ERR ERR_SYSTEM: init: PMIx \(namespace gone, rank 0\): PMIx_Init failed: '
+
   # No PMIx server at all: "pmix" by name says so; "any" is a group of one.
   timeout -k 5 60 "$probe" init --strict --backend pmix >"$mp_tmp/out" 2>&1
   expect "no PMIx server, strict pmix" '^ERR ERR_UNAVAILABLE: init: no PMIx server \(PMIX_NAMESPACE and PMIX_RANK are unset\)'
