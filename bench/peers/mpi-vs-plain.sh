@@ -34,6 +34,9 @@ if [ ! -x "$build/bin/distcomm-perf" ]; then
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset MLX_RANK MLX_HOSTFILE
+# distcomm's mpi backend is what is measured: under Open MPI's PMIx server
+# "any" would start distcomm's own ring.
+export DISTCOMM_BACKEND=mpi
 
 for impl in $impls; do
   case $impl in

@@ -27,6 +27,7 @@
 #include "bootstrap/coordinator.h"
 #include "config/env.h"
 #include "config/nodelist.h"
+#include "core/group.h"
 #include "transport/sock.h"
 
 static const dc_env_id rank_head[] = {DC_ENV_RANK, DC_ENV_DC_RANK,
@@ -83,8 +84,8 @@ static int slurm_hosts_ok(const char *list, long hosts, char *err,
  * ephemeral ports; steps and jobs side by side get different ports). */
 static const char *slurm_text(char *buf, size_t n, char *err, size_t errlen) {
   const char *list = dc_env_str(DC_ENV_SLURM_STEP_NODELIST);
-  if (!set(DC_ENV_SLURM_PROCID) || !list || !*list)
-    return NULL;
+  if (!set(DC_ENV_SLURM_PROCID) || !list || !*list || dc_pmix_server())
+    return NULL; /* srun --mpi=pmix: the PMIx bootstrap (pmix.c) */
   char host[256], why[400];
   long hosts = 0, job = 0, step = 0;
   const char *sid = dc_env_str(DC_ENV_SLURM_STEP_ID);

@@ -95,8 +95,8 @@
   X(MPI_PIECE, "DISTCOMM_MPI_PIECE", COUNT, "1073741824", 16, 1073741824,      \
     "most elements or bytes one MPI call moves (tests make it small)")         \
   X(OMPI_RANK, "OMPI_COMM_WORLD_RANK", TEXT, "unset", 0, 0,                    \
-    "set by Open MPI's mpirun: the rank with a coordinator, else the MPI "     \
-    "backend applies")                                                         \
+    "set by Open MPI's mpirun: the rank with a coordinator, else the PMIx "    \
+    "start applies (MPI when asked for by name)")                              \
   X(OMPI_SIZE, "OMPI_COMM_WORLD_SIZE", NUMBER, "-1", 0, 1073741823,            \
     "world size Open MPI's mpirun announces (-1: unknown)")                    \
   X(PMI_RANK, "PMI_RANK", TEXT, "unset", 0, 0,                                 \
@@ -105,7 +105,13 @@
   X(PMI_SIZE, "PMI_SIZE", NUMBER, "-1", 0, 1073741823,                         \
     "world size a PMI launcher announces (-1: unknown)")                       \
   X(PMIX_RANK, "PMIX_RANK", TEXT, "unset", 0, 0,                               \
-    "set by a PMIx launcher: the MPI backend applies")                         \
+    "set by a PMIx server (mpirun, prterun, srun --mpi=pmix): with "           \
+    "PMIX_NAMESPACE, the PMIx bootstrap applies")                              \
+  X(PMIX_NAMESPACE, "PMIX_NAMESPACE", TEXT, "unset", 0, 0,                     \
+    "set by a PMIx server: the job's name; with PMIX_RANK, \"any\" starts "    \
+    "through PMIx on distcomm's transport")                                    \
+  X(PMIX_LIBNAME, "DISTCOMM_PMIX_LIBNAME", TEXT, "libpmix.so.2", 0, 0,         \
+    "the PMIx library to load (the PMIx bootstrap)")                           \
   X(SLURM_PROCID, "SLURM_PROCID", TEXT, "unset", 0, 0,                         \
     "set by srun (with SLURM_NTASKS): the rank with a coordinator, else the "  \
     "MPI backend applies")                                                     \
@@ -138,8 +144,9 @@
     "a Kubernetes Indexed Job's pod number: the node rank with PET_NNODES, "   \
     "else the rank (after the rank variables above)")                          \
   X(BACKEND, "DISTCOMM_BACKEND", TEXT, "unset", 0, 0,                          \
-    "the backend dc_init(\"any\") means (mpi, ring, mesh, ...); unset: the "   \
-    "first whose variables are set, never MPI from Slurm's alone")             \
+    "the backend dc_init(\"any\") means (mpi, ring, pmix, mesh, ...); unset: " \
+    "the first whose variables are set, never MPI under PMIx or from "         \
+    "Slurm's variables alone")                                                 \
   X(JACCL_COORDINATOR, "MLX_JACCL_COORDINATOR", TEXT, "unset", 0, 0,           \
     "ip:port where rank 0 runs the rendezvous (MLX's JACCL name)")             \
   X(COORDINATOR, "DISTCOMM_COORDINATOR", TEXT, "unset", 0, 0,                  \

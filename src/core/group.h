@@ -156,6 +156,13 @@ dc_status dc_ring_coord_init(dc_group **out);
  * MLX_IBV_DEVICES is unset. */
 dc_status dc_mesh_init(dc_group **out);
 dc_status dc_mesh_ring_init(dc_group **out);
+/* The world ring group under a PMIx server (mpirun, prterun, srun
+ * --mpi=pmix: PMIX_NAMESPACE and PMIX_RANK set), addresses exchanged through
+ * PMIx (src/bootstrap/pmix.c): DC_ERR_UNAVAILABLE without a server or when
+ * libpmix cannot be loaded. */
+dc_status dc_ring_pmix_init(dc_group **out);
+/* Whether a PMIx server started this process (its variables are set). */
+int dc_pmix_server(void);
 /* The MPI world group when started by an MPI launcher (src/backends/mpi). */
 dc_status dc_mpi_init(dc_group **out);
 

@@ -24,7 +24,9 @@ static const backend_entry backends[] = {
     {"jaccl-ring", dc_mesh_ring_init, 1},
     {"ring", dc_ring_init, 0},       /* MLX_RANK + MLX_HOSTFILE */
     {"ring", dc_ring_coord_init, 0}, /* a coordinator + rank + size */
-    {"mpi", dc_mpi_init, 0},         /* started by mpirun / mpiexec / srun */
+    {"ring", dc_ring_pmix_init, 0},  /* a PMIx server: mpirun, srun */
+    {"pmix", dc_ring_pmix_init, 1},  /* the same, by name */
+    {"mpi", dc_mpi_init, 0},         /* started by mpiexec (PMI) */
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
@@ -33,12 +35,14 @@ static dc_status singleton(dc_group **out) {
   return *out ? DC_OK : dc_init_fail(DC_ERR_NOMEM, "init: out of memory");
 }
 
-/* Started by an MPI launcher (mpirun, hydra, a PMIx server): Slurm's
- * variables alone never pick MPI under "any" (plain srun has no PMI, and
- * Open MPI would abort). */
+/* Started by an MPI launcher without PMIx (MPICH's hydra): under a PMIx
+ * server "any" is distcomm's own transport, and MPI is taken by name only
+ * (DISTCOMM_BACKEND=mpi). Slurm's variables alone never pick MPI (plain
+ * srun has no PMI, and Open MPI would abort). */
 static int mpi_launched(void) {
-  static const dc_env_id ids[] = {DC_ENV_OMPI_RANK, DC_ENV_PMI_RANK,
-                                  DC_ENV_PMIX_RANK};
+  static const dc_env_id ids[] = {DC_ENV_OMPI_RANK, DC_ENV_PMI_RANK};
+  if (dc_pmix_server())
+    return 0;
   for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
     const char *s = dc_env_str(ids[i]);
     if (s && *s)
@@ -95,25 +99,36 @@ static const char *wanted_world(const char **name, const char **value) {
  * strict failure says what each backend was missing. */
 static dc_status make_world(const char *name, int strict, dc_group **out) {
   int any = strcmp(name, "any") == 0, tried = 0;
-  char why[1024] = "";
+  char why[1024] = "", pmix_why[600] = "";
   for (size_t i = 0; i < NBACKENDS; i++) {
     if (any ? backends[i].alias : strcmp(name, backends[i].name) != 0)
       continue;
     if (any && backends[i].init == dc_mpi_init && !mpi_launched())
       continue;
+    if (any && backends[i].init == dc_ring_pmix_init && !dc_pmix_server())
+      continue; /* nothing to say: keeps the reasons that matter short */
     tried = 1;
     dc_status st = backends[i].init(out);
     if (st != DC_ERR_UNAVAILABLE)
       return st;
     size_t n = strlen(why);
     snprintf(why + n, sizeof why - n, "%s%s", n ? "; " : "", dc_last_error());
+    const char *e = dc_last_error();
+    if (backends[i].init == dc_ring_pmix_init && dc_pmix_server())
+      snprintf(pmix_why, sizeof pmix_why, "%s",
+               e + (strncmp(e, "init: ", 6) == 0 ? 6 : 0));
   }
   if (!tried)
     return dc_init_fail(DC_ERR_UNAVAILABLE,
                         "init: backend \"%s\" is not available (this build "
-                        "has: any, mesh, jaccl, jaccl-ring, ring, mpi)",
+                        "has: any, mesh, jaccl, jaccl-ring, ring, pmix, mpi)",
                         name);
   const char *var, *value, *hint = any ? wanted_world(&var, &value) : NULL;
+  if (hint && pmix_why[0]) /* the one reason that matters under PMIx */
+    return dc_init_fail(DC_ERR_CONFIG,
+                        "init: %s=%s asks for more than one process, but "
+                        "the PMIx start failed: %s",
+                        var, value, pmix_why);
   if (hint) /* asked for several ranks: a group of one would be wrong */
     return dc_init_fail(DC_ERR_CONFIG,
                         "init: %s=%s asks for more than one process, but "

@@ -337,6 +337,26 @@ int dc_auth_mac_ok(const dc_auth *a, const char *label, const void *msg,
   return ok;
 }
 
+/* A token a bootstrap shared (PMIx: rank 0's), for a job whose
+ * environment names none: DISTCOMM_JOB_TOKEN(_FILE) win. Later calls of
+ * dc_auth_from_env give its key. */
+dc_status dc_auth_adopt_token(const char *token, char *err, size_t errlen) {
+  dc_auth a;
+  dc_status st = dc_auth_from_env(&a, err, errlen);
+  if (st != DC_OK || a.on) {
+    dc_auth_clear(&a);
+    return st;
+  }
+  pthread_mutex_lock(&env_lock);
+  if (!env_token.auth.on) {
+    st = dc_auth_from_token(token, &env_token.auth, err, errlen);
+    if (st != DC_OK)
+      memset(&env_token.auth, 0, sizeof env_token.auth);
+  }
+  pthread_mutex_unlock(&env_lock);
+  return st;
+}
+
 void dc_auth_clear(dc_auth *a) {
   if (a->on)
     na.zero(a->key, sizeof a->key);

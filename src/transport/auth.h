@@ -78,6 +78,11 @@ void dc_auth_mac(const dc_auth *a, const char *label, const void *msg, size_t n,
 int dc_auth_mac_ok(const dc_auth *a, const char *label, const void *msg,
                    size_t n, const unsigned char mac[DC_AUTH_PROOF_BYTES]);
 
+/* A token a bootstrap shared among the ranks (PMIx: made by rank 0) for a
+ * job whose environment names none (DISTCOMM_JOB_TOKEN and _FILE win):
+ * later dc_auth_from_env calls give its key. Fails as dc_auth_from_token. */
+dc_status dc_auth_adopt_token(const char *token, char *err, size_t errlen);
+
 /* Wipe the key. */
 void dc_auth_clear(dc_auth *a);
 

@@ -32,7 +32,7 @@ FAKE_KIND=ompi DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --verbose
     --hostfile "$T/hosts.json" -n 2 --env DCL_A=1 --mpi-arg '--mca btl tcp,self' \
     -- prog arg > "$T/o" 2> "$T/e"
 expect_eq "$?" 5 "mpirun's exit status"
-grep -q "^distcomm-launch: Open MPI: running: $T/bin/fake-mpirun --hostfile $TMPDIR/[^ ]* -np 4 -x DCL_A=1 -x MLX_RING_VERBOSE=1 --mca btl tcp,self prog arg$" "$T/e" \
+grep -q "^distcomm-launch: Open MPI: running: $T/bin/fake-mpirun --hostfile $TMPDIR/[^ ]* -np 4 -x DCL_A=1 -x DISTCOMM_BACKEND=mpi -x MLX_RING_VERBOSE=1 --mca btl tcp,self prog arg$" "$T/e" \
     || fail "--verbose does not print the mpirun line: $(cat "$T/e")"
 expect_eq "$(cat "$FAKE_OUT.hosts")" "$(printf 'alpha slots=2\nbeta slots=2')" "Open MPI hostfile"
 expect_no_hostfile
@@ -42,7 +42,7 @@ rm -f "$FAKE_OUT.hosts"
 FAKE_KIND=hydra DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hosts h1,h2,h3 \
     --env DCL_B=x=y --tag-output -- prog > "$T/o" 2> "$T/e"
 expect_eq "$?" 5 "mpirun's exit status (hydra)"
-expect_eq "$(cat "$FAKE_OUT")" "-f $(grep -o -- "$TMPDIR/[^ ]*" "$FAKE_OUT") -np 3 -genv DCL_B x=y -prepend-rank prog" "hydra arguments"
+expect_eq "$(cat "$FAKE_OUT")" "-f $(grep -o -- "$TMPDIR/[^ ]*" "$FAKE_OUT") -np 3 -genv DCL_B x=y -genv DISTCOMM_BACKEND mpi -prepend-rank prog" "hydra arguments"
 expect_eq "$(cat "$FAKE_OUT.hosts")" "$(printf 'h1:1\nh2:1\nh3:1')" "hydra hostfile"
 expect_no_hostfile
 
@@ -68,7 +68,7 @@ rm -f "$FAKE_OUT.hosts"
 # An MPI hostfile is passed as it is; its slots give -np.
 printf 'n1 slots=2\n# comment\nn2 slots=3\n' > "$T/mpi.hosts"
 FAKE_KIND=ompi DISTCOMM_MPIRUN=$T/bin/fake-mpirun launch --backend mpi --hostfile "$T/mpi.hosts" -- prog
-expect_eq "$(cat "$FAKE_OUT")" "--hostfile $T/mpi.hosts -np 5 prog" "MPI hostfile passed through"
+expect_eq "$(cat "$FAKE_OUT")" "--hostfile $T/mpi.hosts -np 5 -x DISTCOMM_BACKEND=mpi prog" "MPI hostfile passed through"
 
 # The JSON hostfile is read by the launcher's one parser: a host without
 # "ssh" is an error naming the entry, not a host skipped; bad names too.
@@ -117,6 +117,12 @@ launch --backend mpi --verbose -n 2 --env DCL_C=seen -- \
 expect_eq "$?" 0 "real mpirun job"
 expect_eq "$(sort "$T/o")" "$(printf 'rank 0 seen\nrank 1 seen')" "ranks' output"
 grep -q "running: mpirun .*-np 2 .*DCL_C.*sh -c" "$T/e" || fail "no mpirun line: $(cat "$T/e")"
+# --backend mpi means MPI's backend, not the PMIx start of "any"; an --env
+# DISTCOMM_BACKEND wins.
+launch --backend mpi -n 2 -- sh -c 'echo "$DISTCOMM_BACKEND"' > "$T/o" 2> "$T/e"
+expect_eq "$(cat "$T/o")" "$(printf 'mpi\nmpi')" "DISTCOMM_BACKEND under --backend mpi"
+launch --backend mpi -n 1 --env DISTCOMM_BACKEND=ring -- sh -c 'echo "$DISTCOMM_BACKEND"' > "$T/o" 2> "$T/e"
+expect_eq "$(cat "$T/o")" "ring" "--env DISTCOMM_BACKEND under --backend mpi"
 launch --backend mpi -n 2 -- sh -c 'exit 7' > /dev/null 2>&1
 expect_eq "$?" 7 "a failing rank's status through mpirun"
 expect_no_hostfile

@@ -21,8 +21,11 @@ case $impl in
     ;;
   *) echo "run_mpi.sh: unknown MPI '$impl'" >&2; exit 2 ;;
 esac
-# The ring's variables would make "any" choose the ring instead of MPI.
+# The ring's variables would make "any" choose the ring instead of MPI, and
+# under Open MPI's PMIx server "any" is distcomm's transport (tests/mpi/
+# pmix.sh): these tests are the MPI backend's, so they ask for it by name.
 unset MLX_RANK MLX_HOSTFILE MLX_MPI_LIBNAME
+export DISTCOMM_BACKEND=mpi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "+ $mpirun ${args[*]} $*"

@@ -197,8 +197,15 @@ static int build(const struct dcl_options *o, char **command, struct args *a) {
   add(a, mpirun);
   if (add_hosts(o, d, a) != 0)
     return -1;
-  for (size_t i = 0; i < o->n_envs; i++)
+  int chosen = 0;
+  for (size_t i = 0; i < o->n_envs; i++) {
     add_env(d, a, o->envs[i]);
+    chosen |= strncmp(o->envs[i], "DISTCOMM_BACKEND=", 17) == 0;
+  }
+  /* Under mpirun's PMIx server "any" would start distcomm's own transport:
+   * --backend mpi means MPI's (unless --env names another). */
+  if (!chosen)
+    add_env(d, a, "DISTCOMM_BACKEND=mpi");
   if (o->verbose)
     add_env(d, a, "MLX_RING_VERBOSE=1");
   if (o->cwd != NULL) {
