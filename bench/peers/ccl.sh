@@ -1,6 +1,6 @@
 #!/bin/bash
 # ccl.sh - distcomm's all_reduce beside Intel oneCCL's (bench/peers/ccl_bench.cc),
-# 2 ranks on this host, in turns, in the columns of mpi_bench.c and
+# N ranks on this host (default 2), in turns, in the columns of mpi_bench.c and
 # distcomm-perf -P, over TCP and over shared memory.
 #   bench/peers/ccl.sh [OUTDIR]    (BUILD=build, N=2, RUNS=5, ROUNDS=3, MAX=128M bytes,
 #                                   ITERS=200: oneCCL's iterations per size at most)
@@ -51,13 +51,13 @@ for link in tcp shm; do
   done
 done
 # time_us medians over the rounds, side by side
-python3 - "$out" "$rounds" <<'PY' | tee "$out/ccl-table.txt"
+python3 - "$out" "$rounds" "$n" <<'PY' | tee "$out/ccl-table.txt"
 import statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, n = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def rows(path):
     return {int(f[1]): float(f[3]) for f in (l.split() for l in open(path))
             if len(f) >= 7 and f[0] in ("allreduce", "all_reduce") and f[1].isdigit()}
-print(f"all_reduce float32 sum, 2 ranks; time_us = median over {rounds} rounds; ratio = oneCCL / distcomm")
+print(f"all_reduce float32 sum, {n} ranks; time_us = median over {rounds} rounds; ratio = oneCCL / distcomm")
 print(f"{'bytes':>10} {'tcp:distcomm':>13} {'oneCCL':>10} {'ratio':>7} {'shm:distcomm':>13} {'oneCCL':>10} {'ratio':>7}")
 med = {}
 for side in ("distcomm", "ccl"):
