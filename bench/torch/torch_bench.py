@@ -13,7 +13,10 @@ of step (distcomm, distcomm blocking, Gloo, no DDP) taken in turns one at a
 time. "blocking" is distcomm with every op run to completion on the calling
 thread (ProcessGroupDistcomm.inline_bytes set past any size: no overlap of
 DDP's all_reduce with backward, the backend before its Work was backed by
-requests). The all_reduce table gives dist.all_reduce (async_op=False: run
+requests). Then (torch 2) an FSDP2 step (fully_shard per Linear, SGD)
+on a mesh over each group, in turns with the model's unsharded step
+without communication, with CPU time per step beside the wall time (CPU
+time hardly moves with the host's load; wall time does). The all_reduce table gives dist.all_reduce (async_op=False: run
 on the calling thread) and dist.all_reduce(async_op=True).wait() (a request
 on the progress thread, waited for at once: the cost of the hand-off). Rank 0 prints the
 table and the host's copy rate (torch copy_ of 256 MiB, read + write).
@@ -155,6 +158,72 @@ def ddp_step_table(gloo, rounds, hidden, layers, batch, steps, rank, world):
               f"alone {med['compute'] * 1e3:.2f} ms", flush=True)
 
 
+def fsdp_step_table(gloo, rounds, width, layers, batch, steps, rank, world):
+    """FSDP2 (fully_shard per Linear and on the root) training steps on a
+    DeviceMesh over the distcomm world and over the Gloo group, taken in
+    turns one step at a time, beside the same model's step unsharded and
+    without communication (the compute share)."""
+    from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    def model():
+        torch.manual_seed(0)
+        mods = []
+        for _ in range(layers):
+            mods += [nn.Linear(width, width), nn.ReLU()]
+        return nn.Sequential(*mods, nn.Linear(width, 10))
+
+    def sharded(mesh):
+        m = model()
+        for layer in m:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+        fully_shard(m, mesh=mesh)
+        return m, torch.optim.SGD(m.parameters(), lr=0.01)
+
+    runs = {"distcomm": sharded(init_device_mesh("cpu", (world,))),
+            "gloo": sharded(DeviceMesh.from_group(gloo, "cpu"))}
+    plain = model()
+    x, y = torch.randn(batch // world, width), torch.randint(0, 10, (batch // world,))
+
+    def step(name):
+        m, opt = runs[name]
+        opt.zero_grad()
+        nn.functional.cross_entropy(m(x), y).backward()
+        opt.step()
+
+    def compute_only():  # forward and backward of the whole model, no communication
+        nn.functional.cross_entropy(plain(x), y).backward()
+
+    fns = {"distcomm": lambda: step("distcomm"), "gloo": lambda: step("gloo"),
+           "compute": compute_only}
+    times, cpu = {k: [] for k in fns}, {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+        fn()
+    for _ in range(rounds * steps):
+        for name, fn in fns.items():
+            dist.barrier()
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    if rank == 0:
+        n = sum(p.numel() for p in plain.parameters())
+        med = {k: statistics.median(v) for k, v in times.items()}
+        mcpu = {k: statistics.median(v) for k, v in cpu.items()}
+        comm = 1 - med["compute"] / med["gloo"]
+        print(f"FSDP2 step: fully_shard per Linear, MLP {width}x{layers}-10, {n} parameters "
+              f"({n * 4 / 2**20:.1f} MiB), batch {batch} ({batch // world} per rank); "
+              f"communication {100 * comm:.0f}% of Gloo's step")
+        print(f"  distcomm {med['distcomm'] * 1e3:.2f} ms | gloo {med['gloo'] * 1e3:.2f} ms | "
+              f"gloo/distcomm {med['gloo'] / med['distcomm']:.2f}x | forward+backward "
+              f"unsharded {med['compute'] * 1e3:.2f} ms", flush=True)
+        print(f"  CPU per step (rank 0, all threads): distcomm {mcpu['distcomm'] * 1e3:.2f} ms | "
+              f"gloo {mcpu['gloo'] * 1e3:.2f} ms | unsharded {mcpu['compute'] * 1e3:.2f} ms",
+              flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -163,7 +232,10 @@ def main():
     ap.add_argument("--layers", type=int, default=3)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--steps", type=int, default=10, help="DDP steps per round")
-    ap.add_argument("--only", choices=["all_reduce", "ddp"], help="one table only")
+    ap.add_argument("--fsdp-width", type=int, default=1024)
+    ap.add_argument("--fsdp-layers", type=int, default=4)
+    ap.add_argument("--fsdp-batch", type=int, default=64)
+    ap.add_argument("--only", choices=["all_reduce", "ddp", "fsdp"], help="one table only")
     args = ap.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("distcomm")
@@ -182,11 +254,14 @@ def main():
               f"host copy rate {rate:.1f} GB/s (read + write); median of {args.rounds} rounds",
               flush=True)
     gloo_shm_check(gloo, rank)
-    if args.only != "ddp":
+    if args.only in (None, "all_reduce"):
         all_reduce_table(gloo, args.rounds, args.max_mib << 20, rank)
-    if args.only != "all_reduce":
-            ddp_step_table(gloo, args.rounds, args.hidden, args.layers, args.batch, args.steps,
+    if args.only in (None, "ddp"):
+        ddp_step_table(gloo, args.rounds, args.hidden, args.layers, args.batch, args.steps,
                        rank, world)
+    if args.only in (None, "fsdp") and not distcomm.torch._TORCH1:
+        fsdp_step_table(gloo, args.rounds, args.fsdp_width, args.fsdp_layers,
+                        args.fsdp_batch, args.steps, rank, world)
     dist.destroy_process_group()
 
 
