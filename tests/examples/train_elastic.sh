@@ -18,42 +18,19 @@
 set -u
 launcher=$1 train=$2 n=$3 victim=$4 at=$5 transport=$6
 shift 6
-dir=$(mktemp -d /tmp/distcomm-elastic.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL - $*"; exit 1; }
-[ "$transport" = tcp ] && export DISTCOMM_SHM=0
+. "$(dirname "$0")/elastic_lib.sh"
 args=(--seed 3 --steps 100 --log-every 5 "$@")
-left=$((n - 1))
 
-timeout -k 5 100 "$launcher" -n "$n" -- "$train" "${args[@]}" >"$dir/base" 2>&1 ||
-  { cat "$dir/base"; fail "the run without a kill failed"; }
+elastic_base "$train" "${args[@]}"
 timeout -k 5 100 "$launcher" -n "$n" --keep-going -- "$train" "${args[@]}" \
   --elastic --die-at "$at" --die-rank "$victim" >"$dir/out" 2>&1
 rc=$?
 cat "$dir/out"
-[ "$rc" -eq 0 ] || fail "the launcher exited with $rc (124: timed out after 100 s)"
-grep -Eq "^distcomm-launch: rank $victim \(pid [0-9]+ on [^)]*\) was killed by signal 9" "$dir/out" ||
-  fail "no launcher line names rank $victim killed"
-grep -q "^distcomm-launch: --keep-going: $left of $n ranks finished, 1 lost" "$dir/out" ||
-  fail "the launcher does not count $left of $n ranks finished"
+elastic_launcher_end "$rc" '[0-9]*'
+[ "$killed" = "$victim" ] || fail "the launcher names rank $killed killed, not $victim"
 saw=$(grep -Ec "^train: rank [0-9]+: dc_average_gradients(_wait|_ready)? failed after $((at - 1)) steps: .*rank $victim .*; shrinking the group$" "$dir/out")
 [ "$saw" -eq "$left" ] || fail "$saw of $left survivors report the loss of rank $victim"
-grep -q "^elastic: lost world rank $victim; $left ranks\? go\(es\)\? on from step $at:" "$dir/out" ||
-  fail "rank 0 does not say that rank $victim went and $left go on from step $at"
-grep -q "^weights identical on all $left rank" "$dir/out" || fail "no weight check line for $left ranks"
-grep '^elastic: step' "$dir/out" || fail "no recovery time line"
-
-paste <(grep '^step' "$dir/base") <(grep '^step' "$dir/out") |
-  awk '{ if ($2 != $6) { print "step numbers differ: " $0; bad = 1; exit }
-         d = $4 - $8; if (d < 0) d = -d; r = d / $4; if (r > worst) worst = r
-         if (r > 5e-5) { printf "step %d: loss %s without the kill, %s with it\n", $2, $4, $8; bad = 1 }
-         lines++ }
-       END { if (lines != 21) { print lines " step lines, not 21"; bad = 1 }
-             printf "%d losses compared with the run without a kill, worst relative gap %.2g\n", lines, worst
-             exit bad }' || fail "the loss curve differs from the run without a kill"
-acc() { sed -n 's/^held-out accuracy \([0-9.]*\)%.*/\1/p' "$1"; }
-a=$(acc "$dir/base") b=$(acc "$dir/out")
-[ -n "$a" ] && [ -n "$b" ] || fail "no accuracy line"
-awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1.0) }' ||
-  fail "accuracy $b% with the kill, $a% without"
-echo "ok - $left of $n ranks finished after rank $victim went at step $at ($transport): accuracy $b% ($a% without the kill)"
+elastic_common "$victim" "$at"
+elastic_losses 0 1000000 -21
+elastic_accuracy
+echo "ok - $left of $n ranks finished after rank $victim went at step $at ($transport): accuracy $accuracy"
