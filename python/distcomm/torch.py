@@ -930,7 +930,7 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
             raise _MISMATCH(
                 f"distcomm: shrink_group on rank {self._r} of {self._n}: ranks_to_exclude "
                 f"is {sorted(ranks_to_exclude)}, but the survivors that took part are "
-                f"ranks {kept} (excluding {gone}); the new group is not used")
+                f"ranks {kept}, so the lost ranks are {gone}: call shrink_group({gone})")
         self._aborted = True  # torch destroys it: its later ops fail at once
         self._completer.stop()
         pg = ProcessGroupDistcomm(new)

@@ -1,18 +1,21 @@
 """One rank of tests/python/torch2_shrink.sh: DDP training on the distcomm
 backend; rank 1 kills itself at step 3. The survivors catch the error,
-call torch.distributed.shrink_group([1]) and check the new default group:
+first name the wrong rank to shrink_group (a MismatchError that names
+the survivors), then call torch.distributed.shrink_group([1]) and check the new default group:
 its size and ranks, an all_reduce (small: inline, and large: async), a
 DDP step whose parameters equal a local reference computed from both
 survivors' batches and match on both, and a DeviceMesh over it."""
 import copy
 import os
 import signal
+import time
 
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+import distcomm
 import distcomm.torch  # noqa: F401  (registers the backend)
 
 LOST, KILL_AT = 1, 3
@@ -40,7 +43,7 @@ def train_until_lost(model, me):
         except Exception as e:  # noqa: BLE001  (the lost rank, via DDP)
             first = str(e).strip().splitlines()[-1][:160]
             print(f"rank {me}: lost a rank at step {step}: {first}", flush=True)
-            return step
+            return time.monotonic()
     raise SystemExit(f"rank {me}: FAIL no lost rank seen")
 
 
@@ -65,7 +68,12 @@ def main():
     me = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 4)
-    train_until_lost(model, me)
+    lost_at = train_until_lost(model, me)
+    try:  # a wrong rank named (the other survivor): a clear error, no hang
+        dist.shrink_group([2 - me])
+        raise SystemExit(f"rank {me}: FAIL shrink_group([{2 - me}]) did not raise")
+    except distcomm.MismatchError as e:
+        print(f"rank {me}: shrink_group([{2 - me}]): MismatchError: {e}", flush=True)
     pg = dist.shrink_group([LOST])
     checks = []
     new_rank, size = dist.get_rank(), dist.get_world_size()
@@ -73,6 +81,8 @@ def main():
                    and pg is dist.group.WORLD))
     small = torch.full((4,), float(me + 1))
     dist.all_reduce(small)
+    print(f"rank {me}: from the error to the shrunk group's first all_reduce "
+          f"(two shrinks): {time.monotonic() - lost_at:.3f} s", flush=True)
     big = torch.full((1 << 18,), float(me + 1))
     dist.all_reduce(big, async_op=True).wait()
     checks.append(("all_reduce", bool((small == 4).all()) and bool((big == 4).all())))
