@@ -42,7 +42,8 @@ def train_until_lost(model, me):
             sgd_step(ddp, opt, *batch(me, step))
         except Exception as e:  # noqa: BLE001  (the lost rank, via DDP)
             first = str(e).strip().splitlines()[-1][:160]
-            print(f"rank {me}: lost a rank at step {step}: {first}", flush=True)
+            print(f"rank {me}: lost a rank at step {step}: {type(e).__name__}: {first}",
+                  flush=True)
             return time.monotonic()
     raise SystemExit(f"rank {me}: FAIL no lost rank seen")
 
