@@ -8,7 +8,7 @@ out=$(timeout 240 "$1" -n 3 --keep-going -- "$2" "$3" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 got=$(printf '%s\n' "$out" |
-  grep -cE '^rank [02]: shrunk to rank [01] of 2: all_reduce, DDP step, DeviceMesh: ok$')
+  grep -cE '^rank [02]: shrunk to rank [01] of 2: subgroup, all_reduce, DDP step, DeviceMesh: ok$')
 wrong=$(printf '%s\n' "$out" |
   grep -cE '^rank [02]: shrink_group\(\[[02]\]\): MismatchError: .*the lost ranks are \[1\]: call shrink_group\(\[1\]\)$')
 if [ "$rc" -ne 0 ]; then echo "FAIL: the job exited with status $rc"; exit 1; fi

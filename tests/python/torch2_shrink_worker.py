@@ -1,8 +1,9 @@
 """One rank of tests/python/torch2_shrink.sh: DDP training on the distcomm
 backend; rank 1 kills itself at step 3. The survivors catch the error,
-first name the wrong rank to shrink_group (a MismatchError that names
-the survivors), then call torch.distributed.shrink_group([1]) and check the new default group:
-its size and ranks, an all_reduce (small: inline, and large: async), a
+shrink a subgroup made before (new_group) and all_reduce on it, name the
+wrong rank to shrink_group (a MismatchError that names the lost ones),
+then call torch.distributed.shrink_group([1]) and check the new default
+group: its size and ranks, an all_reduce (small: inline, and large: async), a
 DDP step whose parameters equal a local reference computed from both
 survivors' batches and match on both, and a DeviceMesh over it."""
 import copy
@@ -69,21 +70,29 @@ def main():
     me = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 4)
+    sub = dist.new_group([0, 1, 2])  # a subgroup (a split), shrunk first
     lost_at = train_until_lost(model, me)
+    sub = dist.shrink_group([LOST], group=sub)
+    t = torch.full((3,), float(me + 1))
+    dist.all_reduce(t, group=sub)
+    print(f"rank {me}: from the error to the shrunk subgroup's first all_reduce: "
+          f"{time.monotonic() - lost_at:.3f} s", flush=True)
+    sub_ok = (sub.size() == 2 and dist.get_group_rank(sub, me) == me - (me > LOST)
+              and bool((t == 4).all()) and dist.get_world_size() == 3)
     try:  # a wrong rank named (the other survivor): a clear error, no hang
         dist.shrink_group([2 - me])
         raise SystemExit(f"rank {me}: FAIL shrink_group([{2 - me}]) did not raise")
     except distcomm.MismatchError as e:
         print(f"rank {me}: shrink_group([{2 - me}]): MismatchError: {e}", flush=True)
     pg = dist.shrink_group([LOST])
-    checks = []
+    checks = [("subgroup", sub_ok)]
     new_rank, size = dist.get_rank(), dist.get_world_size()
     checks.append(("size/rank", size == 2 and new_rank == me - (me > LOST)
                    and pg is dist.group.WORLD))
     small = torch.full((4,), float(me + 1))
     dist.all_reduce(small)
     print(f"rank {me}: from the error to the shrunk group's first all_reduce "
-          f"(two shrinks): {time.monotonic() - lost_at:.3f} s", flush=True)
+          f"(three shrinks): {time.monotonic() - lost_at:.3f} s", flush=True)
     big = torch.full((1 << 18,), float(me + 1))
     dist.all_reduce(big, async_op=True).wait()
     checks.append(("all_reduce", bool((small == 4).all()) and bool((big == 4).all())))
@@ -101,8 +110,8 @@ def main():
     dist.all_reduce(t, group=mesh.get_group())
     checks.append(("DeviceMesh", bool((t == 2).all())))
     bad = [name for name, ok in checks if not ok]
-    print(f"rank {me}: shrunk to rank {new_rank} of {size}: all_reduce, DDP step, "
-          f"DeviceMesh: {'ok' if not bad else 'FAIL ' + ', '.join(bad)}", flush=True)
+    print(f"rank {me}: shrunk to rank {new_rank} of {size}: subgroup, all_reduce, "
+          f"DDP step, DeviceMesh: {'ok' if not bad else 'FAIL ' + ', '.join(bad)}", flush=True)
     dist.destroy_process_group()
 
 
