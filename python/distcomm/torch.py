@@ -21,6 +21,8 @@ hand: no hostfile, no coordinator), the coordinator's address and a job
 token go through torch's store (_store_rendezvous). ``new_group`` maps to ``Group.split`` (import
 this module before calling it: every rank must take part in a split, and
 torch calls a backend only on the members, so ``new_group`` is wrapped).
+On torch 2.13, ``shrink_group(lost_ranks)`` (after a rank is lost, on every
+survivor) maps to ``Group.shrink``: see ``shrink_group`` below.
 
 Tensors: CPU tensors of bool, uint8, int8-int64, float16, bfloat16,
 float32, float64 and complex64. Contiguous ones are read and written in
@@ -1206,7 +1208,7 @@ def batch_isend_irecv(p2p_op_list):
 batch_isend_irecv.__doc__ = _torch_batch.__doc__
 _TORCH1 = torch.__version__.startswith("1.")
 
-_torch_shrink_group = getattr(_c10d, "shrink_group", None)  # torch >= 2.10
+_torch_shrink_group = getattr(_c10d, "shrink_group", None)  # torch 2.13, not 1.13
 
 
 def shrink_group(ranks_to_exclude, group=None, shrink_flags=0, pg_options=None):
