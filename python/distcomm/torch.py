@@ -21,6 +21,8 @@ hand: no hostfile, no coordinator), the coordinator's address and a job
 token go through torch's store (_store_rendezvous). ``new_group`` maps to ``Group.split`` (import
 this module before calling it: every rank must take part in a split, and
 torch calls a backend only on the members, so ``new_group`` is wrapped).
+On torch 2.13, ``shrink_group(lost_ranks)`` (after a rank is lost, on every
+survivor) maps to ``Group.shrink``: see ``shrink_group`` below.
 
 Tensors: CPU tensors of bool, uint8, int8-int64, float16, bfloat16,
 float32, float64 and complex64. Contiguous ones are read and written in
@@ -84,6 +86,7 @@ _OPS = {_RED.SUM: "sum", _RED.AVG: "avg", _RED.PRODUCT: "prod",
         _RED.MIN: "min", _RED.MAX: "max"}
 _INT64 = _c.DTYPES["int64"][0]
 _ABORTED = dict(_c.ERRORS)["ERR_ABORTED"]  # distcomm.AbortedError
+_MISMATCH = dict(_c.ERRORS)["ERR_MISMATCH"]  # distcomm.MismatchError
 
 
 # ---- tensors ---------------------------------------------------------------
@@ -912,6 +915,46 @@ class ProcessGroupDistcomm(dist.ProcessGroup):
         """torch 2's destroy_process_group: stop completing Work."""
         self._completer.stop()
 
+    # -- torch 2.13's shrink_group (see shrink_group below)
+
+    supports_shrinking = True
+
+    def shrink(self, ranks_to_exclude, shrink_flags=0, pg_options=None):
+        """torch 2.13's Backend.shrink: the survivors' group from
+        Group.shrink() (they agree on who is left, bounded by the timeout),
+        checked against ranks_to_exclude. The new process group keeps the
+        old order; this one raises AbortedError from then on."""
+        self._check_aborted()
+        new = self._g.shrink()
+        kept = _all_ranks(new, self._r)
+        gone = sorted(set(range(self._n)) - set(kept))
+        if gone != sorted(ranks_to_exclude):
+            raise _MISMATCH(
+                f"distcomm: shrink_group on rank {self._r} of {self._n}: ranks_to_exclude "
+                f"is {sorted(ranks_to_exclude)}, but the survivors that took part are "
+                f"ranks {kept}, so the lost ranks are {gone}: call shrink_group({gone})")
+        self._aborted = True  # torch destroys it: its later ops fail at once
+        self._completer.stop()
+        pg = ProcessGroupDistcomm(new)
+        pg._parent = self._g  # the survivors' group may share its connections
+        return pg
+
+    def _shrink_backend(self, device):
+        """_get_backend while shrink_group runs: torch 2.13 asks the group's
+        backend for supports_shrinking and shrink(); a Python process group
+        has no C++ backend, so it is its own (CPU only)."""
+        if torch.device(device).type != "cpu":
+            raise RuntimeError(f"distcomm: the process group has no {device} backend")
+        return self
+
+
+def _all_ranks(group, rank):
+    """Every member's rank, as an all_gather of rank over group."""
+    mine = torch.tensor([rank], dtype=torch.int64)
+    every = torch.empty(group.size(), dtype=torch.int64)
+    _c.start(group, "all_gather", mine, every, _INT64, 0, 0, None).wait()
+    return every.tolist()
+
 
 def _nbytes(t):
     return t.numel() * t.element_size()
@@ -1165,6 +1208,41 @@ def batch_isend_irecv(p2p_op_list):
 batch_isend_irecv.__doc__ = _torch_batch.__doc__
 _TORCH1 = torch.__version__.startswith("1.")
 
+_torch_shrink_group = getattr(_c10d, "shrink_group", None)  # torch 2.13, not 1.13
+
+
+def shrink_group(ranks_to_exclude, group=None, shrink_flags=0, pg_options=None):
+    """torch.distributed.shrink_group: on a distcomm group, torch's own,
+    with the group standing in for its backend (_shrink_backend) and the
+    survivors' ProcessGroupDistcomm as the new group (torch would wrap a
+    C++ backend, which a Python one cannot be)."""
+    target = group if group is not None else _c10d.GroupMember.WORLD
+    if not isinstance(target, ProcessGroupDistcomm):
+        return _torch_shrink_group(ranks_to_exclude, group, shrink_flags, pg_options)
+    target._get_backend = target._shrink_backend
+    try:
+        return _torch_shrink_group(ranks_to_exclude, group, shrink_flags, pg_options)
+    finally:
+        target.__dict__.pop("_get_backend", None)
+
+
+_torch_create_shrunk = getattr(_c10d, "_create_shrunk_process_group", None)
+
+
+def _create_shrunk_process_group(new_backend, remaining_ranks, metadata, is_default_group):
+    """torch's step that wraps the shrunk backend in a new ProcessGroup:
+    a ProcessGroupDistcomm is that group already; it gets torch's name."""
+    if not isinstance(new_backend, ProcessGroupDistcomm):
+        return _torch_create_shrunk(new_backend, remaining_ranks, metadata, is_default_group)
+    new_backend._set_group_name(metadata["new_group_name"])
+    new_backend._set_group_desc("default:shrunken" if is_default_group
+                                else f"{metadata['original_group_name']}:shrunk")
+    return new_backend
+
+
+if _torch_shrink_group is not None:
+    shrink_group.__doc__ = _torch_shrink_group.__doc__
+
 
 def _register():
     if BACKEND.upper() in dist.Backend._plugins:
@@ -1179,6 +1257,9 @@ def _register():
     _rdzv._rendezvous_handlers["env"] = _env_rendezvous
     dist.new_group = _c10d.new_group = new_group
     dist.batch_isend_irecv = _c10d.batch_isend_irecv = batch_isend_irecv
+    if _torch_shrink_group is not None and _torch_create_shrunk is not None:
+        dist.shrink_group = _c10d.shrink_group = shrink_group
+        _c10d._create_shrunk_process_group = _create_shrunk_process_group
     mesh = sys.modules.get("torch.distributed.device_mesh")
     if mesh is not None and hasattr(mesh, "new_group"):  # torch 2: imported by name
         mesh.new_group = new_group
