@@ -221,9 +221,9 @@ DC_API dc_status dc_group_split(dc_group *group, int color, int key,
  * failure's): DC_ERR_ABORTED when the others left this rank out (it was
  * silent past the timeout), DC_ERR_PEER_LOST or DC_ERR_TIMEOUT when a
  * survivor was lost during the shrink (shrink again), DC_ERR_NOT_SUPPORTED
- * for the MPI and singleton backends, the mesh (jaccl), ring neighbours
- * only, and split groups. The world ring group and the groups it shrinks
- * to can shrink. */
+ * for the MPI and singleton backends. The ring's and the mesh's (jaccl,
+ * jaccl-ring) groups, their split groups and the groups they shrink to
+ * can shrink, each to a group of its kind. */
 DC_API dc_status dc_group_shrink(dc_group *group, dc_group **survivors);
 
 /* Drop a reference; the last one closes the group's connections and frees

@@ -24,6 +24,7 @@ typedef struct mesh_setup {
   int n;    /* c.size * d.links addresses of this rank */
   dc_addr *mine;
   int *fds, nfds, *which;
+  int kept; /* the group holds fds (dc_group_shrink) */
 } mesh_setup;
 
 static int linked(const mesh_setup *m, int q) {
@@ -88,6 +89,11 @@ static dc_status connect_mesh(mesh_setup *m, double timeout, dc_group **out,
                       .nlisten = m->nfds,
                       .listener = m->which};
   st = ring_build(&p, m->mine, timeout, out, err, errlen);
+  if (st == DC_OK && m->nfds > 0) { /* open for dc_group_shrink, which
+                                       dials a rank's address towards me */
+    ring_keep_listeners(*out, m->fds, m->nfds, all.addrs + m->c.rank * L, m->n);
+    m->kept = 1;
+  }
   dc_hostfile_free(&all);
   return st;
 }
@@ -116,7 +122,7 @@ static dc_status setup(mesh_setup *m, char *err, size_t errlen) {
 }
 
 static void mesh_free(mesh_setup *m) {
-  for (int i = 0; m->fds && i < m->nfds; i++)
+  for (int i = 0; !m->kept && m->fds && i < m->nfds; i++)
     close(m->fds[i]);
   free(m->mine);
   free(m->fds);

@@ -3,7 +3,7 @@
 # lost rank (issue 37). N ranks through distcomm-launch --keep-going; rank
 # VICTIM kills itself (MODE between: between two all_sums; during: in the
 # middle of one; none: nobody dies and the group shrinks healthy;
-# refused: the calls refused with a clear error, VICTIM -1; stop: the
+# stop: the
 # victim stops itself, silent but alive; before: it dies after three
 # good ops, as the others shrink the healthy group; connect, confirm: it
 # dies between ops and rank VICTIM + 1 dies in the shrink, as the
@@ -13,14 +13,16 @@
 # survivors shrink and check the new group (tests/mp/shrink_test.c). Passes
 # when the launcher ends with status 0, names the killed rank, and every
 # survivor reports 0 failed; prints the kill-to-first-all_sum times.
+# MP_SHRINK_BACKEND=jaccl|jaccl-ring: the launcher's --backend (the mesh
+# over the loopback); DISTCOMM_RING_NEIGHBOURS=1 passes through.
 set -u
 launcher=$1 prog=$2 n=$3 victim=$4 mode=$5 transport=$6
 . "$(dirname "$0")/mp_lib.sh"
 if [ "$transport" = tcp ]; then export DISTCOMM_SHM=0; fi
-# refused: the ring with neighbours only cannot shrink
-if [ "$mode" = refused ]; then export DISTCOMM_RING_NEIGHBOURS=1; fi
+backend=()
+[ -n "${MP_SHRINK_BACKEND:-}" ] && backend=(--backend "$MP_SHRINK_BACKEND")
 want=$((n - 1))
-case $mode in none | refused) want=$n ;; connect | confirm | inshrink) want=$((n - 2)) ;; esac
+case $mode in none) want=$n ;; connect | confirm | inshrink) want=$((n - 2)) ;; esac
 # inshrink: a death at set-up is found through the agreement's sockets
 # (connect checks that it is quick: well within this timeout).
 timeout_s=20
@@ -30,7 +32,7 @@ t0=$(now_ms)
 if [ "$mode" = stop ]; then
   # The victim stops itself: found by the timeouts (2 s each); once the
   # survivors are done it is killed, so that the launcher ends.
-  DISTCOMM_TIMEOUT=2 timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
+  DISTCOMM_TIMEOUT=2 timeout -k 5 90 "$launcher" -n "$n" "${backend[@]}" --keep-going -- \
     "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1 &
   job=$!
   for _ in $(seq 600); do
@@ -40,7 +42,7 @@ if [ "$mode" = stop ]; then
   [ -s "$mp_tmp/victim_pid" ] && kill -9 "$(cat "$mp_tmp/victim_pid")"
   wait "$job"
 else
-  DISTCOMM_TIMEOUT=$timeout_s timeout -k 5 90 "$launcher" -n "$n" --keep-going -- \
+  DISTCOMM_TIMEOUT=$timeout_s timeout -k 5 90 "$launcher" -n "$n" "${backend[@]}" --keep-going -- \
     "$prog" "$victim" "$mode" "$mp_tmp" >"$mp_tmp/out" 2>&1
 fi
 rc=$?
@@ -53,6 +55,11 @@ elif [ "$good" -ne "$want" ]; then
   fail "$good of $want survivors passed"
 else
   ok "$want survivors shrank and passed in $dt ms"
+fi
+# the mesh backend (jaccl, jaccl-ring): its survivors' group is a mesh
+if [ -n "${MP_SHRINK_BACKEND:-}" ]; then
+  on=$(grep -c "shrunk to [0-9]* ranks on the mesh backend" "$mp_tmp/out")
+  [ "$on" -ge "$want" ] || fail "$on of $want survivors' groups on the mesh backend"
 fi
 # split: VICTIM is its rank in the reversed split group
 [ "$mode" = split ] && victim=$((n - 1 - victim))

@@ -11,7 +11,9 @@
  * returns), or dies between ops of a split group (split: all ranks, in
  * reverse order; VICTIM is its rank there); with MODE none nobody dies and
  * the shrink is of a healthy group; with MODE refused, the calls that must be
- * refused with a clear error (NULL arguments, a split group, the singleton).
+ * refused with a clear error (NULL arguments; the singleton, or the MPI
+ * backend under mpirun: tests/mpi). Every shrunk group must keep the
+ * world's backend (mesh stays mesh) and a neighbours-only ring its kind.
  * Each survivor waits for its op to fail, shrinks, and checks the new group's
  * size, its rank (position among the survivors) and all_sums over it; it prints
  * the time from the kill (written by the victim to DIR/kill) to its first
@@ -33,6 +35,7 @@
 static int rank;
 static long pass, fails;
 static const char *die_at; /* the second victim's point */
+static const char *kind;   /* the world's backend, which a shrink keeps */
 
 /* The library's test hook (src/backends/native/native.h). */
 extern void (*dc_shrink_test_hook)(const char *point);
@@ -174,6 +177,9 @@ static dc_status sum_settled(dc_group **s, int again, float *in, float *out) {
   return st;
 }
 
+static void neighbours_only(dc_group *s, const float *in);
+static int has(const char *s, const char *part);
+
 /* lost: the victims (-1 for none). */
 static void after(dc_group **sp, int n, const int lost[2], int again,
                   const char *dir, float *in, float *out) {
@@ -198,6 +204,25 @@ static void after(dc_group **sp, int n, const int lost[2], int again,
       printf("rank %d: kill to first all_sum of the shrunk group: %.3f s\n",
              rank, mp_wall() - at);
   }
+  printf("rank %d: shrunk to %d ranks on the %s backend\n", rank,
+         dc_group_size(s), dc_group_backend(s));
+  check(strcmp(dc_group_backend(s), kind) == 0, "the shrunk group's backend",
+        dc_group_backend(s));
+  neighbours_only(s, in);
+}
+
+/* A shrunk neighbours-only ring (DISTCOMM_RING_NEIGHBOURS=1, jaccl-ring)
+ * stays one: a send past the neighbours is refused (last: it poisons s). */
+static void neighbours_only(dc_group *s, const float *in) {
+  const char *a = getenv("DISTCOMM_RING_NEIGHBOURS"),
+             *b = getenv("MLX_JACCL_RING");
+  int size = dc_group_size(s), me = dc_group_rank(s);
+  if (size < 4 || !((a && !strcmp(a, "1")) || (b && !strcmp(b, "1"))))
+    return;
+  check(dc_send(s, in, 1, DC_FLOAT32, (me + 2) % size) ==
+                DC_ERR_NOT_SUPPORTED &&
+            has(dc_group_last_error(s), "only ring neighbours"),
+        "the shrunk ring connects neighbours only", dc_group_last_error(s));
 }
 
 static int has(const char *s, const char *part) {
@@ -213,10 +238,10 @@ static void refused(dc_group *g, float *in, float *out) {
   check(dc_group_shrink(g, NULL) == DC_ERR_INVALID &&
             has(dc_last_error(), "shrink: survivors is NULL"),
         "NULL survivors", dc_last_error());
-  /* more ranks: run with DISTCOMM_RING_NEIGHBOURS=1 (shrink.sh) */
+  /* more ranks: under mpirun (tests/mpi) */
   const char *why = dc_group_size(g) == 1
                         ? "not supported on the singleton backend"
-                        : "not supported when only ring neighbours";
+                        : "not supported on the mpi backend";
   check(dc_group_shrink(g, &s) == DC_ERR_NOT_SUPPORTED && !s &&
             has(dc_last_error(), why),
         "shrink refused with the reason", dc_last_error());
@@ -251,6 +276,7 @@ int main(int argc, char **argv) {
   const char *mode = argv[2], *dir = argv[3];
   int fds0 = open_fds();
   dc_group *g = mp_init_or_die("shrink_test");
+  kind = dc_group_backend(g);
   rank = dc_group_rank(g);
   int n = dc_group_size(g);
   float *in = mp_alloc(COUNT * sizeof *in),
@@ -260,6 +286,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "refused") == 0) {
     refused(g, in, out);
     printf("rank %d: shrink: %ld passed, %ld failed\n", rank, pass, fails);
+    printf("rank %d: %ld checks passed, %ld failed\n", rank, pass, fails);
     dc_group_free(g);
     free(in);
     free(out);

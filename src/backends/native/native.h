@@ -33,8 +33,9 @@ typedef struct ring_impl {
   struct dc_tune *tune;   /* single copy or pipes (algo/tune.h), when every
                              rank is on this host; set on every dc_comm */
   /* Kept for dc_group_shrink (shrink.c): this rank's listeners, open for
-   * the group's life, and every rank's first address (size entries); NULL
-   * where the group cannot shrink (the mesh backend). */
+   * the group's life, and the address where each rank is dialed (its
+   * first; the mesh: its first towards this rank), size entries; NULL
+   * where the group cannot shrink (no memory when it was made). */
   int *kept_fds, nkept;
   dc_addr *world;
 } ring_impl;

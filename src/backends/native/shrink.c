@@ -321,31 +321,51 @@ static void port0(dc_addr *a) {
 typedef struct fresh {
   int n, me;     /* members, my new rank */
   int *ranks;    /* old rank of each member */
-  dc_addr *mine; /* my naddrs fresh addresses */
-  int *lfds;     /* their listeners */
-  char *texts;   /* every member's address slots */
+  int nmine;     /* my fresh addresses: naddrs, or (the mesh) n * naddrs */
+  dc_addr *mine; /* them (the mesh: towards each member, as R->self) */
+  int *lfds;     /* their listeners (the mesh: one per distinct address) */
+  int nlfds;
+  int *which;  /* the mesh: the listener of each of mine (dc_engine_plan) */
+  char *texts; /* every member's address slots */
   dc_addr *addrs;
 } fresh;
 
-static void fresh_free(fresh *F, int close_listeners, int naddrs) {
-  for (int i = 0; close_listeners && F->lfds && i < naddrs; i++)
+static void fresh_free(fresh *F) {
+  for (int i = 0; F->lfds && i < F->nlfds; i++)
     if (F->lfds[i] >= 0)
       close(F->lfds[i]);
   free(F->ranks);
   free(F->mine);
   free(F->lfds);
+  free(F->which);
   free(F->texts);
   free(F->addrs);
 }
 
+/* The mesh: my address towards each member is the one I had towards it
+ * (towards myself: any, never dialed), each distinct one listened on once. */
+static dc_status listen_mesh(ring_impl *R, fresh *F, char *err, size_t errlen) {
+  int L = R->naddrs;
+  for (int i = 0; i < F->nmine; i++) {
+    int j = i / L, k = i % L;
+    int peer = F->ranks[j == F->me ? (F->me + 1) % F->n : j];
+    F->mine[i] = R->self[peer * L + k];
+    port0(&F->mine[i]);
+  }
+  return ring_listen_each(F->mine, F->nmine, F->lfds, &F->nlfds, F->which, err,
+                          errlen);
+}
+
 static dc_status listen_fresh(ring_impl *R, fresh *F, char *err,
                               size_t errlen) {
-  for (int i = 0; i < R->naddrs; i++)
-    F->lfds[i] = -1;
-  for (int i = 0; i < R->naddrs; i++) {
+  if (R->per_peer)
+    return listen_mesh(R, F, err, errlen);
+  for (int i = 0; i < F->nmine; i++) {
     char why[160];
     F->mine[i] = R->self[i];
     port0(&F->mine[i]);
+    F->lfds[i] = -1;
+    F->nlfds = i + 1;
     if (dc_sock_listen(&F->mine[i], &F->lfds[i], why, sizeof why) != DC_OK) {
       snprintf(err, errlen, "%s", why);
       return DC_ERR_SYSTEM;
@@ -386,10 +406,10 @@ static dc_status read_slots(const meet *M, const dc_agree *a, int p, char *slot,
  * stay in step for the confirming agreement that follows. */
 static dc_status swap_slots(const meet *M, const dc_agree *a, fresh *F,
                             char *err, size_t errlen) {
-  size_t block = (size_t)M->R->naddrs * RING_ADDR_SLOT;
+  size_t block = (size_t)F->nmine * RING_ADDR_SLOT;
   char *own = F->texts + (size_t)F->me * block;
   dc_status first = DC_OK;
-  for (int l = 0; l < M->R->naddrs && F->mine[l].text[0]; l++)
+  for (int l = 0; l < F->nmine && F->mine[l].text[0]; l++)
     snprintf(own + (size_t)l * RING_ADDR_SLOT, RING_ADDR_SLOT, "%s",
              F->mine[l].text);
   for (int i = 0; i < F->n; i++)
@@ -413,8 +433,8 @@ static dc_status swap_slots(const meet *M, const dc_agree *a, fresh *F,
     }
   }
   char why[160];
-  if (first == DC_OK && ring_parse_slots(F->texts, F->n * M->R->naddrs,
-                                         F->addrs, why, sizeof why) != DC_OK) {
+  if (first == DC_OK && ring_parse_slots(F->texts, F->n * F->nmine, F->addrs,
+                                         why, sizeof why) != DC_OK) {
     snprintf(err, errlen, "a survivor sent a bad address: %s", why);
     return DC_ERR_MISMATCH;
   }
@@ -457,15 +477,20 @@ static dc_status build_new(const meet *M, fresh *F, int attempt, dc_group **out,
                       .listen_fds = F->lfds,
                       .job = R->job,
                       .group = new_id(M->g->id, attempt, F->ranks, F->n),
+                      .neighbours = R->neighbours,
+                      .per_peer = R->per_peer,
+                      .nlisten = F->nlfds,
+                      .listener = R->per_peer ? F->which : NULL,
                       .abandon = member_lost,
                       .abandon_arg = &W};
   dc_status st = ring_build(&p, F->mine, M->g->timeout_s, out, err, errlen);
   if (st != DC_OK)
     return st;
-  /* the survivors' group can shrink again, on these listeners */
-  ring_keep_listeners(*out, F->lfds, R->naddrs, F->addrs, R->naddrs);
-  for (int i = 0; i < R->naddrs; i++)
-    F->lfds[i] = -1;
+  /* the survivors' group can shrink again, on these listeners; the mesh
+   * dials each member at its address towards me */
+  size_t at = R->per_peer ? (size_t)F->me * (size_t)R->naddrs : 0;
+  ring_keep_listeners(*out, F->lfds, F->nlfds, F->addrs + at, F->nmine);
+  F->nlfds = 0;
   return DC_OK;
 }
 
@@ -480,16 +505,19 @@ static void test_point(const char *point) {
  * addresses: every member then fails alike), so the streams stay in step. */
 static dc_status regroup(const meet *M, const dc_agree *a, int attempt,
                          dc_group **out, char *err, size_t errlen) {
-  int na = M->R->naddrs;
+  /* sized for every old rank: the members are not known yet */
+  int na = M->R->naddrs * (M->R->per_peer ? a->size : 1);
   fresh F = {0};
   F.ranks = calloc((size_t)a->size, sizeof *F.ranks);
   F.mine = calloc((size_t)na, sizeof *F.mine);
   F.lfds = calloc((size_t)na, sizeof *F.lfds);
+  F.which = calloc((size_t)na, sizeof *F.which);
   F.texts = calloc((size_t)a->size, (size_t)na * RING_ADDR_SLOT);
   F.addrs = calloc((size_t)a->size * (size_t)na, sizeof *F.addrs);
   dc_status st = DC_ERR_NOMEM, sw;
-  if (F.ranks && F.mine && F.lfds && F.texts && F.addrs) {
+  if (F.ranks && F.mine && F.lfds && F.which && F.texts && F.addrs) {
     F.n = dc_agree_members(a, F.ranks, &F.me);
+    F.nmine = M->R->naddrs * (M->R->per_peer ? F.n : 1);
     st = listen_fresh(M->R, &F, err, errlen);
     if (st != DC_OK)
       memset(F.mine, 0, sizeof *F.mine * (size_t)na);
@@ -505,7 +533,7 @@ static dc_status regroup(const meet *M, const dc_agree *a, int attempt,
     st = build_new(M, &F, attempt, out, err, errlen);
   if (st == DC_ERR_NOMEM && !err[0])
     snprintf(err, errlen, "out of memory");
-  fresh_free(&F, 1, na);
+  fresh_free(&F);
   return st;
 }
 
@@ -538,20 +566,10 @@ static dc_status confirm(meet *M, const dc_agree *a, int built, dc_agree *b,
 
 /* ---- the call --------------------------------------------------------- */
 
-static dc_status refuse(dc_group *g, char *err, size_t errlen) {
-  ring_impl *R = g->impl;
-  if (R->neighbours)
-    snprintf(err, errlen,
-             "not supported when only ring neighbours are connected "
-             "(DISTCOMM_RING_NEIGHBOURS=1 or jaccl-ring)");
-  else if (R->per_peer)
-    snprintf(err, errlen,
-             "not supported on the mesh backend (an address "
-             "per pair) yet: use the ring");
-  else
-    snprintf(err, errlen,
-             "this group kept no listeners to meet on (no memory when it "
-             "was made)");
+static dc_status refuse(char *err, size_t errlen) {
+  snprintf(err, errlen,
+           "this group kept no listeners to meet on (no memory when it "
+           "was made)");
   return DC_ERR_NOT_SUPPORTED;
 }
 
@@ -609,8 +627,8 @@ static dc_status settle(meet *M, dc_agree *a, dc_group **out, char *err,
 
 dc_status ring_shrink(dc_group *g, dc_group **out, char *err, size_t errlen) {
   ring_impl *R = g->impl;
-  if (!R->world || R->neighbours || R->per_peer)
-    return refuse(g, err, errlen);
+  if (!R->world)
+    return refuse(err, errlen);
   dc_shrink_poison(g);
   meet M = {.g = g,
             .R = R,

@@ -140,8 +140,10 @@ static dc_status connect_members(dc_group *g, ring_impl *R, const int *ranks,
     if (st != DC_OK)
       dc_fail(g, st, "%s", err);
   }
-  if (st == DC_OK && !R->per_peer) { /* the subgroup can shrink on them */
-    ring_keep_listeners(*out, S->fds, S->nfds, addrs, S->n);
+  if (st == DC_OK) { /* the subgroup can shrink on them; the mesh dials
+                        each member at its address towards me */
+    size_t at = R->per_peer ? (size_t)me * (size_t)R->naddrs : 0;
+    ring_keep_listeners(*out, S->fds, S->nfds, addrs + at, S->n);
     S->nfds = 0;
   }
   free(texts);
