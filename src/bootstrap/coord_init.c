@@ -19,21 +19,47 @@ static void close_all(int *fds, int n) {
       close(fds[i]);
 }
 
-/* Listen on each local address, and beside each on its Unix twin for
- * same-host peers (twins); the ports the kernel gave are in mine. */
-static dc_status listen_local(const dc_coord *c, dc_addr *mine, int *n,
-                              int *fds, int *twins, char *err, size_t errlen) {
-  dc_status st =
-      dc_coord_local_addrs(c, mine, DC_HOSTFILE_MAX_ADDRS, n, err, errlen);
-  for (int i = 0; st == DC_OK && i < *n; i++) {
+dc_status dc_world_listen(int rank, dc_addr *mine, int n, int *fds, int *twins,
+                          char *err, size_t errlen) {
+  for (int i = 0; i < n; i++) {
     char why[200];
-    st = dc_sock_listen_twin(&mine[i], &fds[i], &twins[i], why, sizeof why);
+    dc_status st =
+        dc_sock_listen_twin(&mine[i], &fds[i], &twins[i], why, sizeof why);
     if (st != DC_OK) {
-      snprintf(err, errlen, "rank %d %s", c->rank, why);
+      snprintf(err, errlen, "rank %d %s", rank, why);
       close_all(fds, i);
       close_all(twins, i);
+      return st;
     }
   }
+  return DC_OK;
+}
+
+void dc_world_unlisten(int *fds, int *twins, int n) {
+  close_all(fds, n);
+  close_all(twins, n);
+}
+
+dc_status dc_world_build(int rank, int size, const dc_addr *mine, int n,
+                         int *fds, int *twins, dc_hostfile *all, uint64_t job,
+                         double timeout, dc_group **out, char *err,
+                         size_t errlen) {
+  dc_engine_plan p = {.rank = rank,
+                      .size = size,
+                      .naddrs = n,
+                      .sockets = ring_sockets(all->addrs, size, n),
+                      .addrs = all->addrs,
+                      .listen_fds = fds,
+                      .twin_fds = twins,
+                      .job = job,
+                      .group = 1,
+                      .neighbours = ring_neighbours_env()};
+  dc_status st = ring_build(&p, mine, timeout, out, err, errlen);
+  if (st == DC_OK) /* the first listener stays open for dc_group_shrink */
+    ring_keep_listeners(*out, fds, 1, all->addrs, n);
+  dc_hostfile_free(all);
+  close_all(fds + (st == DC_OK), n - (st == DC_OK));
+  close_all(twins, n);
   return st;
 }
 
@@ -41,32 +67,22 @@ static dc_status build(const dc_coord *c, double timeout, dc_group **out,
                        char *err, size_t errlen) {
   dc_addr mine[DC_HOSTFILE_MAX_ADDRS];
   int fds[DC_HOSTFILE_MAX_ADDRS], twins[DC_HOSTFILE_MAX_ADDRS], n = 0;
-  dc_status st = listen_local(c, mine, &n, fds, twins, err, errlen);
+  dc_status st =
+      dc_coord_local_addrs(c, mine, DC_HOSTFILE_MAX_ADDRS, &n, err, errlen);
+  if (st == DC_OK)
+    st = dc_world_listen(c->rank, mine, n, fds, twins, err, errlen);
   if (st != DC_OK)
     return st;
   dc_hostfile all;
   uint64_t job;
   st = dc_coord_rendezvous(c, mine, n, dc_now() + timeout, &all, &job, err,
                            errlen);
-  if (st == DC_OK) {
-    dc_engine_plan p = {.rank = c->rank,
-                        .size = c->size,
-                        .naddrs = n,
-                        .sockets = ring_sockets(all.addrs, c->size, n),
-                        .addrs = all.addrs,
-                        .listen_fds = fds,
-                        .twin_fds = twins,
-                        .job = job,
-                        .group = 1,
-                        .neighbours = ring_neighbours_env()};
-    st = ring_build(&p, mine, timeout, out, err, errlen);
-    if (st == DC_OK) /* the first listener stays open for dc_group_shrink */
-      ring_keep_listeners(*out, fds, 1, all.addrs, n);
-    dc_hostfile_free(&all);
+  if (st != DC_OK) {
+    dc_world_unlisten(fds, twins, n);
+    return st;
   }
-  close_all(fds + (st == DC_OK), n - (st == DC_OK));
-  close_all(twins, n);
-  return st;
+  return dc_world_build(c->rank, c->size, mine, n, fds, twins, &all, job,
+                        timeout, out, err, errlen);
 }
 
 dc_status dc_ring_coord_init(dc_group **out) {

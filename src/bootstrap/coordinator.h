@@ -68,4 +68,23 @@ dc_status dc_coord_rendezvous(const dc_coord *c, const dc_addr *mine, int n,
                               double deadline, dc_hostfile *all, uint64_t *job,
                               char *err, size_t errlen);
 
+/* For the starts without a hostfile (coord_init.c, pmix.c), once this
+ * rank's addresses mine[0..n) (port 0) are known: listen on each, and
+ * beside each on its Unix twin for same-host peers (the kernel's ports go
+ * into mine). On failure what was opened is closed and err names rank. */
+dc_status dc_world_listen(int rank, dc_addr *mine, int n, int *fds, int *twins,
+                          char *err, size_t errlen);
+
+/* Close what dc_world_listen opened (when no group is built from it). */
+void dc_world_unlisten(int *fds, int *twins, int n);
+
+/* Then, with every rank's addresses (n each) in *all and the job id: the
+ * world ring group (ring_build). The first listener stays open for
+ * dc_group_shrink once it succeeds; the other fds and twins are closed and
+ * *all freed either way. */
+dc_status dc_world_build(int rank, int size, const dc_addr *mine, int n,
+                         int *fds, int *twins, dc_hostfile *all, uint64_t job,
+                         double timeout, dc_group **out, char *err,
+                         size_t errlen);
+
 #endif

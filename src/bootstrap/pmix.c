@@ -287,27 +287,6 @@ static dc_status local_addrs(const job *j, dc_addr *out, int *n, char *err,
   return DC_ERR_CONFIG;
 }
 
-static void close_all(int *fds, int n) {
-  for (int i = 0; i < n; i++)
-    if (fds[i] >= 0)
-      close(fds[i]);
-}
-
-static dc_status listen_local(const job *j, dc_addr *mine, int *n, int *fds,
-                              int *twins, char *err, size_t errlen) {
-  dc_status st = local_addrs(j, mine, n, err, errlen);
-  for (int i = 0; st == DC_OK && i < *n; i++) {
-    char why[200];
-    st = dc_sock_listen_twin(&mine[i], &fds[i], &twins[i], why, sizeof why);
-    if (st != DC_OK) {
-      snprintf(err, errlen, "rank %u %s", j->me.rank, why);
-      close_all(fds, i);
-      close_all(twins, i);
-    }
-  }
-  return st;
-}
-
 /* ---- the exchange ----------------------------------------------------------
  */
 typedef struct exchange {
@@ -479,31 +458,20 @@ static void release_pmix(const job *j) {
 static dc_status build(job *j, dc_group **out, char *err, size_t errlen) {
   dc_addr mine[DC_HOSTFILE_MAX_ADDRS];
   int fds[DC_HOSTFILE_MAX_ADDRS], twins[DC_HOSTFILE_MAX_ADDRS], n = 0;
-  dc_status st = listen_local(j, mine, &n, fds, twins, err, errlen);
+  dc_status st = local_addrs(j, mine, &n, err, errlen);
+  if (st == DC_OK)
+    st = dc_world_listen((int)j->me.rank, mine, n, fds, twins, err, errlen);
   if (st != DC_OK)
     return st;
   dc_hostfile all = {0};
   uint64_t id = 0;
   st = exchange_all(j, mine, n, &all, &id, err, errlen);
-  if (st == DC_OK) {
-    dc_engine_plan p = {.rank = (int)j->me.rank,
-                        .size = (int)j->size,
-                        .naddrs = n,
-                        .sockets = ring_sockets(all.addrs, (int)j->size, n),
-                        .addrs = all.addrs,
-                        .listen_fds = fds,
-                        .twin_fds = twins,
-                        .job = id,
-                        .group = 1,
-                        .neighbours = ring_neighbours_env()};
-    st = ring_build(&p, mine, j->timeout, out, err, errlen);
-    if (st == DC_OK) /* the first listener stays open for dc_group_shrink */
-      ring_keep_listeners(*out, fds, 1, all.addrs, n);
-    dc_hostfile_free(&all);
+  if (st != DC_OK) {
+    dc_world_unlisten(fds, twins, n);
+    return st;
   }
-  close_all(fds + (st == DC_OK), n - (st == DC_OK));
-  close_all(twins, n);
-  return st;
+  return dc_world_build((int)j->me.rank, (int)j->size, mine, n, fds, twins,
+                        &all, id, j->timeout, out, err, errlen);
 }
 
 static dc_status start(job *j, char *err, size_t errlen) {
