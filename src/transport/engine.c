@@ -555,7 +555,7 @@ static void drain(dc_engine *t, double deadline) {
     for (int i = 0; i < t->size * t->lanes; i++) {
       dc_conn *k = &t->conns[i];
       if (k->fd < 0 || k->tx_left == SIZE_MAX || k->peer == t->silent)
-        continue; /* a silent peer would hold us to the deadline */
+        continue;
       ssize_t r = recv(k->fd, sink, sizeof sink, MSG_DONTWAIT);
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
         k->tx_left = SIZE_MAX; /* drained: the peer has closed */
