@@ -21,7 +21,9 @@ static dc_status exchange(dc_comm *c, size_t len, pick_send ps, pick_recv pr,
     return DC_ERR_NOMEM;
   /* Start with the next rank and go round, so ranks do not all hit rank 0. */
   for (int i = 1; i < c->size; i++) {
-    int to = (c->rank + i) % c->size, from = (c->rank - i + c->size) % c->size;
+    int to = c->rank + i, from = c->rank - i;
+    to -= to >= c->size ? c->size : 0; /* no division on the latency path */
+    from += from < 0 ? c->size : 0;
     x[k++] = dc_xsend(to, 0, ps(ctx, to), len);
     x[k++] = dc_xrecv(from, 0, pr(ctx, from), len);
   }
@@ -50,8 +52,9 @@ static void *recv_block(void *ctx, int q) {
 /* everyone's contribution lands in scratch[q]; reduce them in rank order */
 static dc_status gather_reduce(dc_comm *c, bufs *b, const void *own,
                                void *out) {
-  size_t len = b->block, need = len * (size_t)c->size + 1;
-  _Alignas(64) char small[2048]; /* latency path: no malloc for tiny ops */
+  size_t len = b->block, need = len * (size_t)c->size;
+  /* latency path: no malloc for tiny ops (1 KiB on 4 ranks, 2 KiB on 2) */
+  _Alignas(64) char small[4096];
   char *scratch = need <= sizeof small ? small : malloc(need);
   if (!scratch)
     return DC_ERR_NOMEM;

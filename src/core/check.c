@@ -34,7 +34,10 @@ dc_status dc_check_buf(const void *buf, const char *what, size_t count,
     return st;
   if (!buf && count > 0)
     return WHY(DC_ERR_INVALID, "%s buffer is NULL with count %zu", what, count);
-  if (count > SIZE_MAX / dc_dtype_size(dtype) / (size_t)size)
+  /* a multiply, not two divisions: this runs before every op is sent */
+  size_t bytes;
+  if (__builtin_mul_overflow(count, dc_dtype_size(dtype) * (size_t)size,
+                             &bytes))
     return WHY(DC_ERR_INVALID, "count %zu overflows size_t", count);
   return DC_OK;
 }

@@ -99,7 +99,7 @@ static const char *wanted_world(const char **name, const char **value) {
  * strict failure says what each backend was missing. */
 static dc_status make_world(const char *name, int strict, dc_group **out) {
   int any = strcmp(name, "any") == 0, tried = 0;
-  char why[1024] = "", pmix_why[600] = "";
+  char why[1024] = "", pmix_why[600] = ""; /* PMIx's own failure, whole */
   for (size_t i = 0; i < NBACKENDS; i++) {
     if (any ? backends[i].alias : strcmp(name, backends[i].name) != 0)
       continue;
@@ -113,10 +113,8 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
       return st;
     size_t n = strlen(why);
     snprintf(why + n, sizeof why - n, "%s%s", n ? "; " : "", dc_last_error());
-    const char *e = dc_last_error();
     if (backends[i].init == dc_ring_pmix_init && dc_pmix_server())
-      snprintf(pmix_why, sizeof pmix_why, "%s",
-               e + (strncmp(e, "init: ", 6) == 0 ? 6 : 0));
+      snprintf(pmix_why, sizeof pmix_why, "%s", dc_last_error());
   }
   if (!tried)
     return dc_init_fail(DC_ERR_UNAVAILABLE,
@@ -126,9 +124,9 @@ static dc_status make_world(const char *name, int strict, dc_group **out) {
   const char *var, *value, *hint = any ? wanted_world(&var, &value) : NULL;
   if (hint && pmix_why[0]) /* the one reason that matters under PMIx */
     return dc_init_fail(DC_ERR_CONFIG,
-                        "init: %s=%s asks for more than one process, but "
-                        "the PMIx start failed: %s",
-                        var, value, pmix_why);
+                        "%s (%s=%s asks for more than one process, and "
+                        "PMIx was the way to reach the others)",
+                        pmix_why, var, value);
   if (hint) /* asked for several ranks: a group of one would be wrong */
     return dc_init_fail(DC_ERR_CONFIG,
                         "init: %s=%s asks for more than one process, but "

@@ -155,8 +155,7 @@ void dc_engine_begin(dc_engine *t, dc_comm *c, uint8_t opcode, size_t count,
   c->pull = t->one_host ? dc_engine_pull : NULL;
   c->pull_ok = t->pull_ok;
   c->ctx = t;
-  for (int i = 0; i < t->size * t->lanes; i++)
-    t->conns[i].op_rx = 0;
+  t->op_id++;
 }
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
@@ -256,10 +255,20 @@ dc_status dc_engine_check_header(dc_engine *t, dc_comm *c, dc_xstep *s) {
 
 /* ---- the batch loop ---------------------------------------------------- */
 
+/* Headers are encoded once per length: a batch's frames differ only there
+ * (an exchange's sends and expected receives are the same bytes). A send
+ * first on its connection starts at once: the peer waits for it, and the
+ * rest of the set-up happens while it crosses (a small op's latency is
+ * mostly its instructions before the first send). */
 static dc_status setup(dc_engine *t, dc_comm *c, dc_xfer *x, int n,
                        dc_xstep *s) {
+  int coded = -1; /* a step whose s->hdr holds the frame of its length */
   for (int i = 0; i < n; i++) {
     dc_conn *k = &t->conns[x[i].peer * t->lanes + x[i].lane];
+    if (k->op_id != t->op_id) {
+      k->op_id = t->op_id;
+      k->op_rx = 0;
+    }
     s[i] = (dc_xstep){.x = &x[i],
                       .conn = k,
                       .prev = -1,
@@ -275,8 +284,18 @@ static dc_status setup(dc_engine *t, dc_comm *c, dc_xfer *x, int n,
         s[i].prev = j;
     /* to send, or to compare with what arrives (mailbox, small frames) */
     if (x[i].is_send || k->link->wants_header(x[i].len, x[i].reduce)) {
-      dc_frame f = dc_frame_of(c, x[i].len);
-      dc_frame_encode(&f, s[i].hdr);
+      if (coded >= 0 && x[coded].len == x[i].len) {
+        memcpy(s[i].hdr, s[coded].hdr, DC_FRAME_BYTES);
+      } else {
+        dc_frame f = dc_frame_of(c, x[i].len);
+        dc_frame_encode(&f, s[i].hdr);
+        coded = i;
+      }
+    }
+    if (x[i].is_send && s[i].prev < 0) {
+      ssize_t r = k->link->send(&s[i]);
+      if (r < 0)
+        return lost(t, c, k, r == -1 ? 0 : (int)-r);
     }
   }
   return DC_OK;

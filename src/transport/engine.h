@@ -32,6 +32,7 @@ typedef struct dc_conn {
   char addr[64];         /* the peer's address, for messages */
   size_t tx_left;        /* socket: bytes of the outgoing frame not yet sent */
   uint64_t op_rx;        /* payload bytes received during the current op */
+  uint32_t op_id;        /* the op op_rx counts (dc_engine.op_id) */
   unsigned char *window; /* scratch for reduce-on-receive */
   uint64_t host;         /* the peer's host key (from its hello) */
   int unix_sock;         /* fd is a Unix socket: a same-host peer */
@@ -61,6 +62,10 @@ typedef struct dc_engine {
   int pull_forced; /* DISTCOMM_CMA=1 on every rank: no measuring */
   int silent;      /* the peer the first "no progress" timeout named, or -1:
                       dc_group_shrink suspects it first */
+  /* Counts dc_engine_begin calls: a conn's op_rx restarts at the op's
+   * first batch that uses it (a loop over every conn per op cost 512
+   * stores at 256 ranks) */
+  uint32_t op_id;
 } dc_engine;
 
 /* Open a group's mesh: dc_engine_new with the plan's rank, size and lanes,

@@ -72,7 +72,7 @@ errors() {
   # libpmix cannot be loaded: "any" fails naming the library and the way out.
   DISTCOMM_PMIX_LIBNAME=libdoesnotexist.so run 60 2 "$probe" init
   expect "libpmix missing: one clear line" \
-    '^ERR ERR_CONFIG: init: OMPI_COMM_WORLD_SIZE=2 asks for more than one process, but the PMIx start failed: a PMIx server started this process, but libdoesnotexist\.so cannot be loaded \(.*\): install Debian.s libpmix2, or set DISTCOMM_BACKEND=mpi'
+    '^ERR ERR_CONFIG: init: a PMIx server started this process, but libdoesnotexist\.so cannot be loaded \(.*\): install Debian.s libpmix2, or set DISTCOMM_BACKEND=mpi to use the MPI library instead \(OMPI_COMM_WORLD_SIZE=2 asks for more than one process, and PMIx was the way to reach the others\)$'
   # ... and asked for by name, it is unavailable with the same reason.
   DISTCOMM_PMIX_LIBNAME=libdoesnotexist.so run 60 1 "$probe" init --strict --backend pmix
   expect "libpmix missing, strict pmix" '^ERR ERR_UNAVAILABLE: init: a PMIx server started this process, but libdoesnotexist\.so'

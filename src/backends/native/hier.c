@@ -90,14 +90,18 @@ static struct ring_hier *hier_of(dc_group *g) {
 }
 
 int ring_hier_takes(dc_group *g, size_t count, dc_dtype dtype) {
-  int mode = dc_env_flag(DC_ENV_HIER);
-  if (mode == 0)
+  ring_impl *R = g->impl;
+  if (!R->hier_read) {
+    R->hier_mode = dc_env_flag(DC_ENV_HIER);
+    R->hier_bytes = (size_t)dc_env_int(DC_ENV_HIER_BYTES);
+    R->hier_read = 1;
+  }
+  if (R->hier_mode == 0)
     return 0;
   struct ring_hier *H = hier_of(g);
   if (!H || !H->hosts || count < (size_t)H->per_host)
     return 0;
-  return mode > 0 ||
-         count * dc_dtype_size(dtype) >= (size_t)dc_env_int(DC_ENV_HIER_BYTES);
+  return R->hier_mode > 0 || count * dc_dtype_size(dtype) >= R->hier_bytes;
 }
 
 /* local: the host's ranks (color = host); rail: local index i of every

@@ -30,8 +30,13 @@ typedef struct ring_impl {
   uint64_t host;          /* this rank's host key (dc_engine_plan.host) */
   struct ring_hier *hier; /* hierarchical all_reduce (hier.c), or NULL
                              until the first all_reduce */
-  struct dc_tune *tune;   /* single copy or pipes (algo/tune.h), when every
-                             rank is on this host; set on every dc_comm */
+  /* DISTCOMM_HIER and DISTCOMM_HIER_BYTES, read at the group's first
+   * all_reduce (hier.c): a getenv per call cost more than a small op's own
+   * work over shared memory */
+  int hier_read, hier_mode;
+  size_t hier_bytes;
+  struct dc_tune *tune; /* single copy or pipes (algo/tune.h), when every
+                           rank is on this host; set on every dc_comm */
   /* Kept for dc_group_shrink (shrink.c): this rank's listeners, open for
    * the group's life, and the address where each rank is dialed (its
    * first; the mesh: its first towards this rank), size entries; NULL
