@@ -27,14 +27,13 @@ dc_status dc_check_op(dc_dtype dtype, dc_op op, dc_why why) {
   return DC_OK;
 }
 
-dc_status dc_check_buf(const void *buf, const char *what, size_t count,
-                       dc_dtype dtype, int size, dc_why why) {
+dc_status dc_check_buf_why(const void *buf, const char *what, size_t count,
+                           dc_dtype dtype, int size, dc_why why) {
   dc_status st = dc_check_dtype(dtype, why);
   if (st != DC_OK)
     return st;
   if (!buf && count > 0)
     return WHY(DC_ERR_INVALID, "%s buffer is NULL with count %zu", what, count);
-  /* a multiply, not two divisions: this runs before every op is sent */
   size_t bytes;
   if (__builtin_mul_overflow(count, dc_dtype_size(dtype) * (size_t)size,
                              &bytes))
@@ -42,8 +41,8 @@ dc_status dc_check_buf(const void *buf, const char *what, size_t count,
   return DC_OK;
 }
 
-dc_status dc_check_peer(int peer, const char *what, int self_ok, int rank,
-                        int size, dc_why why) {
+dc_status dc_check_peer_why(int peer, const char *what, int self_ok, int rank,
+                            int size, dc_why why) {
   if (peer < 0 || peer >= size)
     return WHY(DC_ERR_INVALID, "%s %d is out of range (group size %d)", what,
                peer, size);

@@ -189,7 +189,9 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
    * ones stay idle (every piece must have a transfer, or bytes go missing). */
   int lanes = count * es >= ((size_t)1 << 20) ? t->lanes : 1;
   lanes = lanes < P2P_MAX_LANES ? lanes : P2P_MAX_LANES;
-  size_t piece = (count + (size_t)lanes - 1) / (size_t)lanes * es;
+  /* one lane (under 1 MiB): no divisions on a small message's latency */
+  size_t piece = lanes == 1 ? count * es
+                            : (count + (size_t)lanes - 1) / (size_t)lanes * es;
   int single = ring_p2p_single_copy(&c, piece), pulled = 0;
   double t0 = single && is_send && c.tune ? dc_now() : -1.0;
   if (single) {
@@ -200,11 +202,12 @@ static dc_status p2p(dc_group *g, void *buf, size_t count, dc_dtype dtype,
       return done(g, tuned(&c, t0, pulled, st));
   }
   dc_xfer x[P2P_MAX_LANES];
+  size_t a = 0; /* lane l: elements [a, b) */
   for (int l = 0; l < lanes; l++) {
-    size_t a = count * (size_t)l / (size_t)lanes;
-    size_t b = count * (size_t)(l + 1) / (size_t)lanes;
+    size_t b = l + 1 == lanes ? count : count * (size_t)(l + 1) / (size_t)lanes;
     x[l] = is_send ? dc_xsend(peer, l, (char *)buf + a * es, (b - a) * es)
                    : dc_xrecv(peer, l, (char *)buf + a * es, (b - a) * es);
+    a = b;
   }
   return done(g, tuned(&c, t0, 0, c.run(&c, x, lanes)));
 }
