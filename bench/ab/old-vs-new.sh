@@ -8,6 +8,8 @@
 # Usage: OLD=dir NEW=dir bench/ab/old-vs-new.sh [RESULTS_DIR]
 #   OLD, NEW   Release builds holding distcomm-perf and distcomm-launch
 #   ROUNDS=3   turns per build and mode;  RUNS=5  timed runs per size
+#   PIN=1      each rank on a CPU of its own (bench/tools/pin-rank.sh), the
+#              same for both builds: unpinned, loopback TCP is bimodal here
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,7 +28,9 @@ done
 one() { # build label mode round
   local shm=1
   [ "$3" = tcp ] && shm=0
-  DISTCOMM_SHM=$shm "$(exe "$1" distcomm-launch)" -n 2 -- "$(exe "$1" distcomm-perf)" \
+  local pin=()
+  [ "${PIN:-0}" = 1 ] && pin=("$repo/bench/tools/pin-rank.sh")
+  DISTCOMM_SHM=$shm "$(exe "$1" distcomm-launch)" -n 2 -- "${pin[@]}" "$(exe "$1" distcomm-perf)" \
     --peers-format -c 1 -R "$runs" -l "$sizes" \
     -t all_reduce,all_gather,reduce_scatter,sendrecv >"$results/$2-$3.$4.txt"
 }
