@@ -31,7 +31,7 @@ fi
 ccl=$(echo "$venv"/lib/python3*/site-packages/../../..)
 [ -f "$ccl/include/oneapi/ccl.hpp" ] || { echo "ccl.sh: no oneCCL headers under $ccl" >&2; exit 1; }
 bin=$build/ccl_bench
-if [ ! -x "$bin" ] || [ "$here/ccl_bench.cc" -nt "$bin" ]; then
+if [ ! -x "$bin" ] || [ "$here/ccl_bench.cc" -nt "$bin" ] || [ "$here/schedule.h" -nt "$bin" ]; then
   g++ -O2 -std=c++17 -I"$ccl/include" "$here/ccl_bench.cc" -o "$bin" \
     "$ccl/lib/ccl/cpu/lib/libccl.a" -lhwloc -lpthread -ldl -lrt
 fi

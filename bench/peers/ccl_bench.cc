@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "schedule.h"
+
 /* The wheel's CPU libccl.a was built by Intel's compiler: it calls that
  * compiler's memcpy/memset and leaves ITT's (Intel's tracing API's) function
  * pointers to the program; ITT calls through a pointer only when it is set. */
@@ -32,16 +34,6 @@ void *__itt_domain_create_ptr__3_0, *__itt_event_create_ptr__3_0,
     *__itt_metadata_add_ptr__3_0, *__itt_string_handle_create_ptr__3_0,
     *__itt_task_begin_ptr__3_0, *__itt_task_end_ptr__3_0,
     *__itt_thread_set_name_ptr__3_0;
-}
-
-static const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20, 128 << 20};
-
-static int iters_for(size_t s) {
-  return s <= 1024         ? 2000
-         : s <= 65536      ? 500
-         : s <= (1 << 20)  ? 100
-         : s <= (16 << 20) ? 10
-                           : 3;
 }
 
 static int env_int(const char *name) {
@@ -93,7 +85,7 @@ int main(int argc, char **argv) {
   ccl::init();
   auto kvs = make_kvs(rank, path);
   auto comm = ccl::create_communicator(n, rank, kvs);
-  size_t maxs = sizes[sizeof sizes / sizeof *sizes - 1];
+  size_t maxs = sizes[NS - 1];
   std::vector<float> sb(maxs / 4, (float)(rank + 1)), rb(maxs / 4, 0.f);
   std::vector<double> t(runs);
   if (rank == 0) {

@@ -19,18 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schedule.h"
+
 static int cmpd(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
-}
-static const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20, 128 << 20};
-#define NS (sizeof(sizes) / sizeof(sizes[0]))
-static int iters_for(size_t s) {
-  return s <= 1024         ? 2000
-         : s <= 65536      ? 500
-         : s <= (1 << 20)  ? 100
-         : s <= (16 << 20) ? 10
-                           : 3;
 }
 
 int main(int argc, char **argv) {
