@@ -199,6 +199,12 @@ static dc_status lost(dc_engine *t, const dc_comm *c, dc_conn *k, int err) {
                         mib(k->op_rx), mib(c->total_bytes));
 }
 
+/* A step's failure (link.h: -1 the peer closed, else -errno). */
+static dc_status step_lost(dc_engine *t, const dc_comm *c, dc_conn *k,
+                           ssize_t r) {
+  return lost(t, c, k, r == -1 ? 0 : (int)-r);
+}
+
 /* The peer failed first and told us why: adopt its status. The first
  * got bytes of its text may already have been read (into *early). On a
  * sealed connection the frame (its header hdr) must carry its tag. */
@@ -295,7 +301,7 @@ static dc_status setup(dc_engine *t, dc_comm *c, dc_xfer *x, int n,
     if (x[i].is_send && s[i].prev < 0) {
       ssize_t r = k->link->send(&s[i]);
       if (r < 0)
-        return lost(t, c, k, r == -1 ? 0 : (int)-r);
+        return step_lost(t, c, k, r);
     }
   }
   return DC_OK;
@@ -321,7 +327,7 @@ static dc_status pass(dc_engine *t, dc_comm *c, dc_xstep *s, int n,
     if (st != DC_OK)
       return st;
     if (r < 0)
-      return lost(t, c, s[i].conn, r == -1 ? 0 : (int)-r);
+      return step_lost(t, c, s[i].conn, r);
     *moved += (size_t)r;
     *left += !s[i].finished;
   }
